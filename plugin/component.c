@@ -1,0 +1,166 @@
+/* The gdrpipe UCT component: registration (with the UCX version check),
+ * configuration tables, memory-domain resources and remote keys. */
+#include "gdrpipe.h"
+
+#include <uct/api/uct.h>
+#include <ucp/api/ucp.h>
+#include <uct/api/version.h>
+#include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
+#include <ucs/debug/log.h>
+#include <string.h>
+
+ucs_config_field_t gdrpipe_md_config_table[] = {
+    {"", "", NULL, ucs_offsetof(gdrpipe_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"CUDA_LIB", "libcuda.so.1",
+     "CUDA driver library to load at run time. Another path selects another\n"
+     "driver, e.g. the CUDA-driver simulator the test suite uses. Read from the\n"
+     "environment at load time, before UCX parses its configuration.",
+     ucs_offsetof(gdrpipe_md_config_t, cuda_lib), UCS_CONFIG_TYPE_STRING},
+
+    {NULL}
+};
+
+ucs_config_field_t gdrpipe_iface_config_table[] = {
+    {"", "", NULL, ucs_offsetof(gdrpipe_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"SEG_SIZE", "8k",
+     "Payload size of one shared-memory FIFO element: the largest active\n"
+     "message sent by copy (short and bcopy).",
+     ucs_offsetof(gdrpipe_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"FIFO_SIZE", "256",
+     "Number of elements in each interface's receive FIFO (rounded up to a\n"
+     "power of two).",
+     ucs_offsetof(gdrpipe_iface_config_t, fifo_size), UCS_CONFIG_TYPE_UINT},
+
+    {"BW", "12000MBs",
+     "Bandwidth of the host-memory wire reported to UCX (protocol selection).",
+     ucs_offsetof(gdrpipe_iface_config_t, bw), UCS_CONFIG_TYPE_BW},
+
+    {"LAT", "80ns",
+     "Latency of the host-memory wire reported to UCX (protocol selection).",
+     ucs_offsetof(gdrpipe_iface_config_t, latency), UCS_CONFIG_TYPE_TIME},
+
+    {NULL}
+};
+
+ucs_status_t gdrpipe_query_md_resources(uct_component_t *component,
+                                        uct_md_resource_desc_t **resources_p,
+                                        unsigned *num_resources_p)
+{
+    uct_md_resource_desc_t *res = ucs_calloc(1, sizeof(*res), "gdrpipe md");
+
+    if (res == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    ucs_snprintf_zero(res[0].md_name, sizeof(res[0].md_name), "%s", GDRPIPE_MD_NAME);
+    *resources_p     = res;
+    *num_resources_p = 1;
+    return UCS_OK;
+}
+
+ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
+                                 uct_rkey_t *rkey_p, void **handle_p)
+{
+    gp_rkey_t *rkey;
+    const char *why;
+
+    rkey = ucs_malloc(sizeof(*rkey), "gdrpipe rkey");
+    if (rkey == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    memcpy(rkey, rkey_buffer, sizeof(*rkey));
+    why = gp_rkey_check(rkey);
+    if (why != NULL) {
+        ucs_error("gdrpipe: rejected remote key: %s", why);
+        ucs_free(rkey);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    *rkey_p   = (uintptr_t)rkey;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+ucs_status_t gdrpipe_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                  void *handle)
+{
+    ucs_free((void*)rkey);
+    return UCS_OK;
+}
+
+uct_component_t gdrpipe_component = {
+    .query_md_resources = gdrpipe_query_md_resources,
+    .md_open            = gdrpipe_md_open,
+    .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
+    .rkey_unpack        = gdrpipe_rkey_unpack,
+    .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
+    .rkey_release       = gdrpipe_rkey_release,
+    .name               = GDRPIPE_NAME,
+    .md_config          = {
+        .name           = "gdrpipe memory domain",
+        .prefix         = GDRPIPE_CONFIG_PREFIX,
+        .table          = gdrpipe_md_config_table,
+        .size           = sizeof(gdrpipe_md_config_t),
+    },
+    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&gdrpipe_component),
+    .flags              = 0,
+    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+};
+
+uct_tl_t gdrpipe_tl = {
+    .name          = GDRPIPE_NAME,
+    .query_devices = gdrpipe_query_devices,
+    .iface_open    = gdrpipe_iface_open,
+    .config        = {
+        .name      = "gdrpipe transport",
+        .prefix    = GDRPIPE_CONFIG_PREFIX,
+        .table     = gdrpipe_iface_config_table,
+        .size      = sizeof(gdrpipe_iface_config_t),
+    }
+};
+
+static int gdrpipe_registered;
+
+/* Registers the component when the library is loaded (LD_PRELOAD or linked
+ * into the application): UCX 1.13 only dlopen()s module names compiled into
+ * it, so UCS_MODULE_INIT would never run for us. The plugin is compiled
+ * against UCX's internal struct layouts: any other UCX version would be
+ * corrupted, so it refuses to register. UCT 1.13 has no run-time version
+ * query (uct_version() does not exist), so the version of the loaded libucp
+ * -- always from the same UCX build -- is compared. */
+UCS_STATIC_INIT
+{
+    unsigned major, minor, release;
+
+    ucp_get_version(&major, &minor, &release);
+    if ((major != UCT_VERNO_MAJOR) || (minor != UCT_VERNO_MINOR) ||
+        (release != UCT_VERNO_PATCH)) {
+        ucs_error("gdrpipe was built against UCX %d.%d.%d internals but the loaded "
+                  "UCX is %u.%u.%u: refusing to register (rebuild gdrpipe against "
+                  "the installed UCX)", UCT_VERNO_MAJOR, UCT_VERNO_MINOR,
+                  UCT_VERNO_PATCH, major, minor, release);
+        return;
+    }
+    gdrpipe_log_init();
+    uct_tl_register(&gdrpipe_component, &gdrpipe_tl);
+    uct_component_register(&gdrpipe_component);
+    gdrpipe_registered = 1;
+}
+
+UCS_STATIC_CLEANUP
+{
+    if (gdrpipe_registered) {
+        uct_component_unregister(&gdrpipe_component);
+        uct_tl_unregister(&gdrpipe_tl);
+    }
+}
+
+uint64_t gdrpipe_host_id(void)
+{
+    return ucs_get_system_id();
+}

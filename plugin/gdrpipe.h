@@ -1,0 +1,82 @@
+/* UCX glue of gdrpipe: shared declarations of the component, memory domains
+ * and interfaces. Everything here is C because UCX's class/registration
+ * macros are; the data paths live in the C++ core behind gdrpipe/capi.h. */
+#ifndef GDRPIPE_PLUGIN_H
+#define GDRPIPE_PLUGIN_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <gdrpipe/capi.h>
+#include <gdrpipe/rkey.h>
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <ucs/datastruct/queue.h>
+#include <ucs/datastruct/list.h>
+
+#define GDRPIPE_NAME          "gdrpipe"
+#define GDRPIPE_MD_NAME       "gdrpipe"       /* inter-process wire MD */
+#define GDRPIPE_COPY_MD_NAME  "gdrpipe_copy"  /* device<->host copy MD */
+#define GDRPIPE_SHM_DEV_NAME  "memory"
+#define GDRPIPE_COPY_DEV_NAME "cuda"
+#define GDRPIPE_CONFIG_PREFIX "GDRPIPE_"
+
+typedef enum {
+    GDRPIPE_MD_WIRE = 0,
+    GDRPIPE_MD_COPY = 1
+} gdrpipe_md_kind_t;
+
+typedef struct gdrpipe_md_config {
+    uct_md_config_t super;
+    char            *cuda_lib;
+} gdrpipe_md_config_t;
+
+typedef struct gdrpipe_md {
+    uct_md_t          super;
+    gdrpipe_md_kind_t kind;
+    uint64_t          host_id;
+} gdrpipe_md_t;
+
+typedef struct gdrpipe_iface_config {
+    uct_iface_config_t super;
+    size_t             seg_size;
+    unsigned           fifo_size;
+    double             bw;           /* reported bandwidth, bytes/s */
+    double             latency;      /* reported latency, seconds */
+} gdrpipe_iface_config_t;
+
+/* memory handle of the wire MD */
+typedef struct gdrpipe_memh {
+    gp_rkey_t rkey;     /* what mkey_pack sends (sealed) */
+} gdrpipe_memh_t;
+
+extern uct_component_t gdrpipe_component;
+extern ucs_config_field_t gdrpipe_md_config_table[];
+extern ucs_config_field_t gdrpipe_iface_config_table[];
+
+ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
+                             const uct_md_config_t *config, uct_md_h *md_p);
+ucs_status_t gdrpipe_query_md_resources(uct_component_t *component,
+                                        uct_md_resource_desc_t **resources_p,
+                                        unsigned *num_resources_p);
+ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
+                                 uct_rkey_t *rkey_p, void **handle_p);
+ucs_status_t gdrpipe_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                  void *handle);
+
+ucs_status_t gdrpipe_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
+                                   unsigned *num_devices_p);
+ucs_status_t gdrpipe_iface_open(uct_md_h md, uct_worker_h worker,
+                                const uct_iface_params_t *params,
+                                const uct_iface_config_t *config, uct_iface_h *iface_p);
+ucs_status_t gdrpipe_shm_iface_open(uct_md_h md, uct_worker_h worker,
+                                    const uct_iface_params_t *params,
+                                    const uct_iface_config_t *config,
+                                    uct_iface_h *iface_p);
+
+uint64_t gdrpipe_host_id(void);
+void gdrpipe_log_init(void);
+
+#endif

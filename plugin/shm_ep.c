@@ -1,0 +1,339 @@
+/* Endpoints of the intra-host wire: active messages through the peer's
+ * shared-memory FIFO, one-sided host-memory get/put through CMA. */
+#include "shm.h"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+#include <ucs/type/class.h>
+#include <errno.h>
+#include <string.h>
+
+#define GDRPIPE_SHM_MAX_IOV 16
+
+static UCS_F_ALWAYS_INLINE gdrpipe_shm_iface_t *gdrpipe_shm_ep_iface(uct_ep_h tl_ep)
+{
+    return ucs_derived_of(tl_ep->iface, gdrpipe_shm_iface_t);
+}
+
+static UCS_CLASS_INIT_FUNC(gdrpipe_shm_ep_t, const uct_ep_params_t *params)
+{
+    gdrpipe_shm_iface_t *iface = ucs_derived_of(params->iface, gdrpipe_shm_iface_t);
+    char err[256];
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    if (!(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR) ||
+        (params->iface_addr == NULL)) {
+        ucs_error("gdrpipe: endpoint needs the peer's interface address");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    self->peer = gp_shm_connect(iface->core, params->iface_addr,
+                                gp_shm_address_length(), err, sizeof(err));
+    if (self->peer == NULL) {
+        ucs_error("gdrpipe: cannot connect: %s", err);
+        return UCS_ERR_UNREACHABLE;
+    }
+    self->pid = gp_shm_peer_pid(self->peer);
+    status    = uct_ep_keepalive_init(&self->keepalive, self->pid);
+    if (status != UCS_OK) {
+        gp_shm_disconnect(iface->core, self->peer);
+        return status;
+    }
+    ucs_queue_head_init(&self->pending_q);
+    self->on_pending_list = 0;
+    /* messages from the peer arrive in our FIFO: make sure progress runs */
+    uct_base_iface_progress_enable(&iface->super.super,
+                                   UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    ucs_debug("gdrpipe: ep %p connected to pid %d", self, (int)self->pid);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_ep_t)
+{
+    gdrpipe_shm_iface_t *iface = ucs_derived_of(self->super.super.iface,
+                                                gdrpipe_shm_iface_t);
+
+    if (!ucs_queue_is_empty(&self->pending_q)) {
+        ucs_warn("gdrpipe: ep %p destroyed with pending requests", self);
+    }
+    if (self->on_pending_list) {
+        ucs_list_del(&self->pending_link);
+        self->on_pending_list = 0;
+    }
+    gp_shm_disconnect(iface->core, self->peer);
+}
+
+UCS_CLASS_DEFINE(gdrpipe_shm_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(gdrpipe_shm_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(gdrpipe_shm_ep_t, uct_ep_t);
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdrpipe_shm_ep_no_resource(gdrpipe_shm_ep_t *ep)
+{
+    return UCS_ERR_NO_RESOURCE;
+}
+
+ucs_status_t gdrpipe_shm_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                     const void *payload, unsigned length)
+{
+    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+    uint64_t index;
+    void *p;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(length + sizeof(header), 0, iface->max_payload, "am_short");
+
+    p = gp_shm_reserve(ep->peer, &index);
+    if (ucs_unlikely(p == NULL)) {
+        return gdrpipe_shm_ep_no_resource(ep);
+    }
+    uct_am_short_fill_data(p, header, payload, length);
+    gp_shm_commit(ep->peer, index, id, length + sizeof(header));
+    return UCS_OK;
+}
+
+ucs_status_t gdrpipe_shm_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                         const uct_iov_t *iov, size_t iovcnt)
+{
+    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+    ucs_iov_iter_t iov_iter;
+    uint64_t index;
+    size_t length;
+    void *p;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 0, iface->max_payload,
+                     "am_short_iov");
+
+    p = gp_shm_reserve(ep->peer, &index);
+    if (ucs_unlikely(p == NULL)) {
+        return gdrpipe_shm_ep_no_resource(ep);
+    }
+    ucs_iov_iter_init(&iov_iter);
+    length = uct_iov_to_buffer(iov, iovcnt, &iov_iter, p, iface->max_payload);
+    gp_shm_commit(ep->peer, index, id, length);
+    return UCS_OK;
+}
+
+ssize_t gdrpipe_shm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
+                                void *arg, unsigned flags)
+{
+    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+    uint64_t index;
+    size_t length;
+    void *p;
+
+    UCT_CHECK_AM_ID(id);
+
+    p = gp_shm_reserve(ep->peer, &index);
+    if (ucs_unlikely(p == NULL)) {
+        return gdrpipe_shm_ep_no_resource(ep);
+    }
+    length = pack_cb(p, arg);
+    if (ucs_unlikely(length > iface->max_payload)) {
+        gp_shm_commit(ep->peer, index, 0xff, 0);
+        ucs_error("gdrpipe: am_bcopy packed %zu bytes, more than %u", length,
+                  iface->max_payload);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    gp_shm_commit(ep->peer, index, id, (uint32_t)length);
+    return length;
+}
+
+static ucs_status_t gdrpipe_shm_cma_status(gdrpipe_shm_ep_t *ep, ssize_t ret,
+                                           const char *op)
+{
+    if (ret >= 0) {
+        return UCS_OK;
+    }
+    if (ret == -ESRCH) {
+        ucs_debug("gdrpipe: %s: peer pid %d is gone", op, (int)ep->pid);
+        return UCS_ERR_CONNECTION_RESET;
+    }
+    ucs_error("gdrpipe: %s with pid %d failed: %s", op, (int)ep->pid,
+              strerror((int)-ret));
+    return UCS_ERR_IO_ERROR;
+}
+
+ucs_status_t gdrpipe_shm_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                      unsigned length, uint64_t remote_addr,
+                                      uct_rkey_t rkey)
+{
+    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    struct iovec iov     = {(void*)buffer, length};
+
+    return gdrpipe_shm_cma_status(ep, gp_cma_write(ep->pid, &iov, 1, remote_addr),
+                                  "put_short");
+}
+
+ssize_t gdrpipe_shm_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                 void *arg, uint64_t remote_addr, uct_rkey_t rkey)
+{
+    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+    struct iovec iov;
+    ucs_status_t status;
+    size_t length;
+
+    length = pack_cb(iface->scratch, arg);
+    UCT_CHECK_LENGTH(length, 0, iface->max_payload, "put_bcopy");
+    iov.iov_base = iface->scratch;
+    iov.iov_len  = length;
+    status = gdrpipe_shm_cma_status(ep, gp_cma_write(ep->pid, &iov, 1, remote_addr),
+                                    "put_bcopy");
+    return (status == UCS_OK) ? (ssize_t)length : status;
+}
+
+static size_t gdrpipe_shm_to_iovec(const uct_iov_t *iov, size_t iovcnt,
+                                   struct iovec *out)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < iovcnt; ++i) {
+        size_t len = uct_iov_get_length(&iov[i]);
+        if (len == 0) {
+            continue;
+        }
+        out[n].iov_base = iov[i].buffer;
+        out[n].iov_len  = len;
+        ++n;
+    }
+    return n;
+}
+
+ucs_status_t gdrpipe_shm_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                      size_t iovcnt, uint64_t remote_addr,
+                                      uct_rkey_t rkey, uct_completion_t *comp)
+{
+    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    struct iovec local[GDRPIPE_SHM_MAX_IOV];
+    size_t n;
+
+    UCT_CHECK_IOV_SIZE(iovcnt, GDRPIPE_SHM_MAX_IOV, "put_zcopy");
+    n = gdrpipe_shm_to_iovec(iov, iovcnt, local);
+    return gdrpipe_shm_cma_status(ep, gp_cma_write(ep->pid, local, n, remote_addr),
+                                  "put_zcopy");
+}
+
+ucs_status_t gdrpipe_shm_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
+                                      void *arg, size_t length, uint64_t remote_addr,
+                                      uct_rkey_t rkey, uct_completion_t *comp)
+{
+    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+    struct iovec iov;
+    ucs_status_t status;
+
+    UCT_CHECK_LENGTH(length, 0, iface->max_payload, "get_bcopy");
+    iov.iov_base = iface->scratch;
+    iov.iov_len  = length;
+    status = gdrpipe_shm_cma_status(ep, gp_cma_read(ep->pid, &iov, 1, remote_addr),
+                                    "get_bcopy");
+    if (status == UCS_OK) {
+        unpack_cb(arg, iface->scratch, length);
+    }
+    return status;
+}
+
+ucs_status_t gdrpipe_shm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                      size_t iovcnt, uint64_t remote_addr,
+                                      uct_rkey_t rkey, uct_completion_t *comp)
+{
+    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    struct iovec local[GDRPIPE_SHM_MAX_IOV];
+    size_t n;
+
+    UCT_CHECK_IOV_SIZE(iovcnt, GDRPIPE_SHM_MAX_IOV, "get_zcopy");
+    n = gdrpipe_shm_to_iovec(iov, iovcnt, local);
+    return gdrpipe_shm_cma_status(ep, gp_cma_read(ep->pid, local, n, remote_addr),
+                                  "get_zcopy");
+}
+
+ucs_status_t gdrpipe_shm_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                        unsigned flags)
+{
+    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+
+    if (ucs_queue_is_empty(&ep->pending_q) && gp_shm_has_space(ep->peer)) {
+        return UCS_ERR_BUSY;
+    }
+    uct_pending_req_queue_push(&ep->pending_q, req);
+    if (!ep->on_pending_list) {
+        ucs_list_add_tail(&iface->pending_eps, &ep->pending_link);
+        ep->on_pending_list = 1;
+    }
+    return UCS_OK;
+}
+
+static void gdrpipe_shm_ep_pending_unlink(gdrpipe_shm_ep_t *ep)
+{
+    if (ep->on_pending_list && ucs_queue_is_empty(&ep->pending_q)) {
+        ucs_list_del(&ep->pending_link);
+        ep->on_pending_list = 0;
+    }
+}
+
+static ucs_status_t gdrpipe_shm_purge_noop(uct_pending_req_t *req, void *arg)
+{
+    return UCS_OK;
+}
+
+void gdrpipe_shm_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                                  void *arg)
+{
+    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    uct_pending_req_priv_queue_t *priv;
+
+    if (cb != NULL) {
+        uct_pending_queue_purge(priv, &ep->pending_q, 1, cb, arg);
+    } else {
+        uct_pending_queue_purge(priv, &ep->pending_q, 1, gdrpipe_shm_purge_noop, NULL);
+    }
+    gdrpipe_shm_ep_pending_unlink(ep);
+}
+
+/* Runs queued requests of every endpoint whose peer FIFO has room again. */
+unsigned gdrpipe_shm_iface_dispatch_pending(gdrpipe_shm_iface_t *iface)
+{
+    gdrpipe_shm_ep_t *ep, *tmp;
+    uct_pending_req_priv_queue_t *priv;
+    unsigned count = 0;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->pending_eps, pending_link) {
+        if (gp_shm_has_space(ep->peer)) {
+            uct_pending_queue_dispatch(priv, &ep->pending_q,
+                                       gp_shm_has_space(ep->peer));
+            ++count;
+        }
+        gdrpipe_shm_ep_pending_unlink(ep);
+    }
+    return count;
+}
+
+ucs_status_t gdrpipe_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                  uct_completion_t *comp)
+{
+    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        gdrpipe_shm_ep_pending_purge(tl_ep, NULL, NULL);
+        return UCS_OK;
+    }
+    /* sends are complete when they return; queued requests are not sent yet */
+    return ucs_queue_is_empty(&ep->pending_q) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
+ucs_status_t gdrpipe_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                  uct_completion_t *comp)
+{
+    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->pid, flags, comp);
+    return UCS_OK;
+}

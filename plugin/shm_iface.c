@@ -1,0 +1,263 @@
+/* Interface of the intra-host wire: capabilities, addresses, progress. */
+#include "shm.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
+#include <ucs/type/class.h>
+#include <string.h>
+
+#define GDRPIPE_SHM_MAX_IOV 16
+#define GDRPIPE_SHM_PROGRESS_MAX 16
+
+static uct_iface_ops_t gdrpipe_shm_iface_ops;
+
+static ucs_status_t gdrpipe_shm_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
+{
+    gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
+    uint64_t rma = 0;
+
+    uct_base_iface_query(&iface->super, attr);
+
+    if (iface->cma_ok) {
+        rma = UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
+              UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY |
+              UCT_IFACE_FLAG_GET_ZCOPY;
+    }
+
+    attr->iface_addr_len  = gp_shm_address_length();
+    attr->device_addr_len = sizeof(gdrpipe_shm_dev_addr_t);
+    attr->ep_addr_len     = 0;
+    attr->max_conn_priv   = 0;
+    attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_AM_SHORT |
+                            UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_PENDING |
+                            UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK | rma;
+    attr->cap.event_flags = 0;
+
+    attr->cap.am.max_short       = iface->max_payload;
+    attr->cap.am.max_bcopy       = iface->max_payload;
+    attr->cap.am.min_zcopy       = 0;
+    attr->cap.am.max_zcopy       = 0;
+    attr->cap.am.opt_zcopy_align = 1;
+    attr->cap.am.align_mtu       = 1;
+    attr->cap.am.max_hdr         = 0;
+    attr->cap.am.max_iov         = SIZE_MAX;
+
+    if (iface->cma_ok) {
+        attr->cap.put.max_short       = iface->max_payload;
+        attr->cap.put.max_bcopy       = iface->max_payload;
+        attr->cap.put.min_zcopy       = 0;
+        attr->cap.put.max_zcopy       = SIZE_MAX;
+        attr->cap.put.opt_zcopy_align = 1;
+        attr->cap.put.align_mtu       = 1;
+        attr->cap.put.max_iov         = GDRPIPE_SHM_MAX_IOV;
+        attr->cap.get.max_bcopy       = iface->max_payload;
+        attr->cap.get.min_zcopy       = 0;
+        attr->cap.get.max_zcopy       = SIZE_MAX;
+        attr->cap.get.opt_zcopy_align = 1;
+        attr->cap.get.align_mtu       = 1;
+        attr->cap.get.max_iov         = GDRPIPE_SHM_MAX_IOV;
+    }
+
+    attr->latency             = ucs_linear_func_make(iface->latency, 0);
+    attr->bandwidth.dedicated = 0;
+    attr->bandwidth.shared    = iface->bw;
+    attr->overhead            = 10e-9;
+    attr->priority            = 0;
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_shm_iface_get_address(uct_iface_h tl_iface,
+                                                  uct_iface_addr_t *addr)
+{
+    gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
+
+    gp_shm_iface_address(iface->core, addr);
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_shm_iface_get_device_address(uct_iface_h tl_iface,
+                                                         uct_device_addr_t *addr)
+{
+    ((gdrpipe_shm_dev_addr_t*)addr)->host_id = gdrpipe_host_id();
+    return UCS_OK;
+}
+
+static int gdrpipe_shm_iface_is_reachable(const uct_iface_h tl_iface,
+                                          const uct_device_addr_t *dev_addr,
+                                          const uct_iface_addr_t *iface_addr)
+{
+    if ((dev_addr == NULL) || (iface_addr == NULL)) {
+        return 0;
+    }
+    if (((const gdrpipe_shm_dev_addr_t*)dev_addr)->host_id != gdrpipe_host_id()) {
+        return 0;
+    }
+    return gp_shm_check_address(iface_addr, gp_shm_address_length()) == NULL;
+}
+
+static void gdrpipe_shm_iface_am_cb(void *arg, uint8_t am_id, void *data, uint32_t len)
+{
+    gdrpipe_shm_iface_t *iface = arg;
+
+    if (am_id >= UCT_AM_ID_MAX) {
+        ucs_error("gdrpipe: dropped message with invalid active message id %u", am_id);
+        return;
+    }
+    uct_iface_invoke_am(&iface->super, am_id, data, len, 0);
+}
+
+static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
+{
+    gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
+    unsigned count;
+
+    count = gp_shm_progress(iface->core, gdrpipe_shm_iface_am_cb, iface,
+                            GDRPIPE_SHM_PROGRESS_MAX);
+    if (!ucs_list_is_empty(&iface->pending_eps)) {
+        count += gdrpipe_shm_iface_dispatch_pending(iface);
+    }
+    return count;
+}
+
+static ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                            uct_completion_t *comp)
+{
+    /* every operation of this wire completes before it returns */
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return UCS_OK;
+}
+
+static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    gdrpipe_iface_config_t *config = ucs_derived_of(tl_config, gdrpipe_iface_config_t);
+    char err[256];
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdrpipe_shm_iface_ops,
+                              &uct_base_iface_internal_ops, md, worker, params,
+                              tl_config);
+
+    if ((config->seg_size < 64) || (config->seg_size > UCS_MBYTE)) {
+        ucs_error("gdrpipe: UCX_GDRPIPE_SEG_SIZE=%zu is out of range [64, 1M]",
+                  config->seg_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->fifo_size < 2) || (config->fifo_size > 65536)) {
+        ucs_error("gdrpipe: UCX_GDRPIPE_FIFO_SIZE=%u is out of range [2, 65536]",
+                  config->fifo_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (gp_shm_iface_open(config->fifo_size, config->seg_size, &self->core, err,
+                          sizeof(err)) != 0) {
+        ucs_error("gdrpipe: cannot create the shared-memory FIFO: %s", err);
+        return UCS_ERR_IO_ERROR;
+    }
+    self->max_payload = gp_shm_iface_max_payload(self->core);
+    self->cma_ok      = gp_cma_available();
+    self->bw          = config->bw;
+    self->latency     = config->latency;
+    ucs_list_head_init(&self->pending_eps);
+    self->scratch = ucs_malloc(self->max_payload, "gdrpipe scratch");
+    if (self->scratch == NULL) {
+        gp_shm_iface_close(self->core);
+        return UCS_ERR_NO_MEMORY;
+    }
+    if (!self->cma_ok) {
+        ucs_diag("gdrpipe: cross-memory attach is not permitted here (ptrace "
+                 "policy?): one-sided get/put of host memory is disabled");
+    }
+    ucs_debug("gdrpipe: shm iface %p: fifo %u, payload %u, cma %d", self,
+              config->fifo_size, self->max_payload, self->cma_ok);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
+{
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    ucs_free(self->scratch);
+    gp_shm_iface_close(self->core);
+}
+
+UCS_CLASS_DEFINE(gdrpipe_shm_iface_t, uct_base_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(gdrpipe_shm_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(gdrpipe_shm_iface_t, uct_iface_t);
+
+ucs_status_t gdrpipe_shm_iface_open(uct_md_h md, uct_worker_h worker,
+                                    const uct_iface_params_t *params,
+                                    const uct_iface_config_t *config,
+                                    uct_iface_h *iface_p)
+{
+    return UCS_CLASS_NEW_FUNC_NAME(gdrpipe_shm_iface_t)(md, worker, params, config,
+                                                        iface_p);
+}
+
+static uct_iface_ops_t gdrpipe_shm_iface_ops = {
+    .ep_put_short             = gdrpipe_shm_ep_put_short,
+    .ep_put_bcopy             = gdrpipe_shm_ep_put_bcopy,
+    .ep_put_zcopy             = gdrpipe_shm_ep_put_zcopy,
+    .ep_get_bcopy             = gdrpipe_shm_ep_get_bcopy,
+    .ep_get_zcopy             = gdrpipe_shm_ep_get_zcopy,
+    .ep_am_short              = gdrpipe_shm_ep_am_short,
+    .ep_am_short_iov          = gdrpipe_shm_ep_am_short_iov,
+    .ep_am_bcopy              = gdrpipe_shm_ep_am_bcopy,
+    .ep_pending_add           = gdrpipe_shm_ep_pending_add,
+    .ep_pending_purge         = gdrpipe_shm_ep_pending_purge,
+    .ep_flush                 = gdrpipe_shm_ep_flush,
+    .ep_fence                 = uct_base_ep_fence,
+    .ep_check                 = gdrpipe_shm_ep_check,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(gdrpipe_shm_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_shm_ep_t),
+    .iface_flush              = gdrpipe_shm_iface_flush,
+    .iface_fence              = uct_base_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = gdrpipe_shm_iface_progress,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_shm_iface_t),
+    .iface_query              = gdrpipe_shm_iface_query,
+    .iface_get_device_address = gdrpipe_shm_iface_get_device_address,
+    .iface_get_address        = gdrpipe_shm_iface_get_address,
+    .iface_is_reachable       = gdrpipe_shm_iface_is_reachable
+};
+
+ucs_status_t gdrpipe_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
+                                   unsigned *num_devices_p)
+{
+    uct_tl_device_resource_t *dev = ucs_calloc(1, sizeof(*dev), "gdrpipe device");
+
+    if (dev == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    ucs_snprintf_zero(dev->name, sizeof(dev->name), "%s", GDRPIPE_SHM_DEV_NAME);
+    dev->type       = UCT_DEVICE_TYPE_SHM;
+    dev->sys_device = UCS_SYS_DEVICE_ID_UNKNOWN;
+    *devices_p      = dev;
+    *num_devices_p  = 1;
+    return UCS_OK;
+}
+
+ucs_status_t gdrpipe_iface_open(uct_md_h md, uct_worker_h worker,
+                                const uct_iface_params_t *params,
+                                const uct_iface_config_t *config, uct_iface_h *iface_p)
+{
+    const char *dev;
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("gdrpipe: only UCT_IFACE_OPEN_MODE_DEVICE is supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    dev = params->mode.device.dev_name;
+    if (strcmp(dev, GDRPIPE_SHM_DEV_NAME) == 0) {
+        return gdrpipe_shm_iface_open(md, worker, params, config, iface_p);
+    }
+    ucs_error("gdrpipe: unknown device '%s'", dev);
+    return UCS_ERR_NO_DEVICE;
+}

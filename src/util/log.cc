@@ -1,0 +1,61 @@
+#include "gdrpipe/log.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace gdrpipe {
+namespace {
+
+LogLevel level_from_env() {
+    const char *v = std::getenv("GDRPIPE_LOG_LEVEL");
+    if (v == nullptr) return LogLevel::warn;
+    static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
+    for (int i = 0; i < 5; ++i) {
+        if (std::strcmp(v, names[i]) == 0) return static_cast<LogLevel>(i);
+    }
+    return LogLevel::warn;
+}
+
+std::atomic<LogSink> g_sink{nullptr};
+std::atomic<int> g_max{static_cast<int>(level_from_env())};
+
+const char *level_name(LogLevel l) {
+    switch (l) {
+    case LogLevel::error: return "ERROR";
+    case LogLevel::warn: return "WARN";
+    case LogLevel::info: return "INFO";
+    case LogLevel::debug: return "DEBUG";
+    default: return "TRACE";
+    }
+}
+
+} // namespace
+
+void set_log_sink(LogSink sink, LogLevel max_level) {
+    g_max.store(static_cast<int>(max_level), std::memory_order_relaxed);
+    g_sink.store(sink, std::memory_order_release);
+}
+
+bool log_enabled(LogLevel level) noexcept {
+    return static_cast<int>(level) <= g_max.load(std::memory_order_relaxed);
+}
+
+void logf(LogLevel level, const char *file, int line, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    LogSink sink = g_sink.load(std::memory_order_acquire);
+    if (sink != nullptr) {
+        sink(level, file, line, buf);
+        return;
+    }
+    const char *base = std::strrchr(file, '/');
+    std::fprintf(stderr, "[gdrpipe %s] %s:%d %s\n", level_name(level),
+                 base ? base + 1 : file, line, buf);
+}
+
+} // namespace gdrpipe

@@ -1,0 +1,110 @@
+#include "gdrpipe/wire/shm_fifo.hpp"
+
+#include <cstring>
+#include <new>
+
+namespace gdrpipe::wire {
+
+namespace {
+bool is_pow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+} // namespace
+
+size_t Fifo::segment_size(uint32_t num_elems, uint32_t elem_size) noexcept {
+    return align_up(sizeof(FifoHeader), 64) + size_t(num_elems) * elem_size;
+}
+
+void Fifo::format(void *base, uint32_t num_elems, uint32_t elem_size,
+                  int32_t owner_pid, uint64_t seg_id, uint64_t start_time) noexcept {
+    auto *h = new (base) FifoHeader{};
+    h->num_elems = num_elems;
+    h->elem_size = elem_size;
+    h->owner_pid = owner_pid;
+    h->seg_id = seg_id;
+    h->owner_start_time = start_time;
+    h->head.store(0, std::memory_order_relaxed);
+    h->tail.store(0, std::memory_order_relaxed);
+    h->signal.store(0, std::memory_order_relaxed);
+    auto *elems = static_cast<uint8_t *>(base) + align_up(sizeof(FifoHeader), 64);
+    for (uint32_t i = 0; i < num_elems; ++i) {
+        auto *e = new (elems + size_t(i) * elem_size) ElemHeader{};
+        e->seq.store(0, std::memory_order_relaxed);
+    }
+    h->version = kShmVersion;
+    std::atomic_thread_fence(std::memory_order_release);
+    h->magic = kShmMagic;
+}
+
+const char *Fifo::validate(const void *base, size_t mapped_size,
+                           uint64_t expected_seg_id) noexcept {
+    if (mapped_size < sizeof(FifoHeader)) return "segment smaller than its header";
+    auto *h = static_cast<const FifoHeader *>(base);
+    if (h->magic != kShmMagic) return "bad magic";
+    if (h->version != kShmVersion) return "unsupported segment version";
+    if (h->seg_id != expected_seg_id) return "segment id mismatch (stale address?)";
+    if (!is_pow2(h->num_elems)) return "element count not a power of two";
+    if (h->elem_size < sizeof(ElemHeader) + 8 || h->elem_size % 16 != 0 ||
+        h->elem_size > (64u << 20)) {
+        return "bad element size";
+    }
+    if (segment_size(h->num_elems, h->elem_size) > mapped_size) {
+        return "segment truncated";
+    }
+    return nullptr;
+}
+
+Fifo::Fifo(void *base, size_t mapped_size) noexcept {
+    (void)mapped_size;
+    hdr_ = static_cast<FifoHeader *>(base);
+    elems_ = static_cast<uint8_t *>(base) + align_up(sizeof(FifoHeader), 64);
+    num_elems_ = hdr_->num_elems;
+    elem_size_ = hdr_->elem_size;
+    mask_ = num_elems_ - 1;
+    read_idx_ = hdr_->tail.load(std::memory_order_acquire);
+}
+
+bool Fifo::has_space() const noexcept {
+    uint64_t h = hdr_->head.load(std::memory_order_relaxed);
+    uint64_t t = hdr_->tail.load(std::memory_order_acquire);
+    return h - t < num_elems_;
+}
+
+void *Fifo::reserve(uint64_t *index) noexcept {
+    uint64_t h = hdr_->head.load(std::memory_order_relaxed);
+    for (;;) {
+        uint64_t t = hdr_->tail.load(std::memory_order_acquire);
+        if (h - t >= num_elems_) return nullptr;
+        if (hdr_->head.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+            break;
+        }
+    }
+    *index = h;
+    return reinterpret_cast<uint8_t *>(elem(h)) + sizeof(ElemHeader);
+}
+
+void Fifo::commit(uint64_t index, uint8_t am_id, uint32_t length) noexcept {
+    ElemHeader *e = elem(index);
+    e->length = length;
+    e->am_id = am_id;
+    e->flags = 0;
+    e->seq.store(index + 1, std::memory_order_release);
+}
+
+bool Fifo::peek(Message *msg) const noexcept {
+    ElemHeader *e = elem(read_idx_);
+    if (e->seq.load(std::memory_order_acquire) != read_idx_ + 1) return false;
+    msg->am_id = e->am_id;
+    // a corrupt length must never make the consumer read past the element
+    msg->corrupt = e->length > max_payload();
+    msg->length = msg->corrupt ? 0 : e->length;
+    msg->data = reinterpret_cast<uint8_t *>(e) + sizeof(ElemHeader);
+    return true;
+}
+
+void Fifo::release() noexcept {
+    ++read_idx_;
+    hdr_->tail.store(read_idx_, std::memory_order_release);
+}
+
+} // namespace gdrpipe::wire
