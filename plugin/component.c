@@ -45,6 +45,18 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "Latency of the host-memory wire reported to UCX (protocol selection).",
      ucs_offsetof(gdrpipe_iface_config_t, latency), UCS_CONFIG_TYPE_TIME},
 
+    {"COPY_H2D_BW", "40000MBs",
+     "Host-to-device bandwidth of the copy transport reported to UCX.",
+     ucs_offsetof(gdrpipe_iface_config_t, copy_h2d_bw), UCS_CONFIG_TYPE_BW},
+
+    {"COPY_D2H_BW", "40000MBs",
+     "Device-to-host bandwidth of the copy transport reported to UCX.",
+     ucs_offsetof(gdrpipe_iface_config_t, copy_d2h_bw), UCS_CONFIG_TYPE_BW},
+
+    {"COPY_LAT", "8us",
+     "Latency of one device/host copy (launch, copy, completion) reported to UCX.",
+     ucs_offsetof(gdrpipe_iface_config_t, copy_latency), UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
@@ -52,14 +64,25 @@ ucs_status_t gdrpipe_query_md_resources(uct_component_t *component,
                                         uct_md_resource_desc_t **resources_p,
                                         unsigned *num_resources_p)
 {
-    uct_md_resource_desc_t *res = ucs_calloc(1, sizeof(*res), "gdrpipe md");
+    unsigned count = 1;
+    uct_md_resource_desc_t *res;
 
+    if (gp_cuda_available()) {
+        ++count;
+    } else {
+        ucs_debug("gdrpipe: CUDA support is off: %s", gp_cuda_why_not());
+    }
+    res = ucs_calloc(count, sizeof(*res), "gdrpipe md");
     if (res == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
     ucs_snprintf_zero(res[0].md_name, sizeof(res[0].md_name), "%s", GDRPIPE_MD_NAME);
+    if (count > 1) {
+        ucs_snprintf_zero(res[1].md_name, sizeof(res[1].md_name), "%s",
+                          GDRPIPE_COPY_MD_NAME);
+    }
     *resources_p     = res;
-    *num_resources_p = 1;
+    *num_resources_p = count;
     return UCS_OK;
 }
 
@@ -147,6 +170,7 @@ UCS_STATIC_INIT
         return;
     }
     gdrpipe_log_init();
+    gdrpipe_memhooks_init();
     uct_tl_register(&gdrpipe_component, &gdrpipe_tl);
     uct_component_register(&gdrpipe_component);
     gdrpipe_registered = 1;

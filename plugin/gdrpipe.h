@@ -45,6 +45,9 @@ typedef struct gdrpipe_iface_config {
     unsigned           fifo_size;
     double             bw;           /* reported bandwidth, bytes/s */
     double             latency;      /* reported latency, seconds */
+    double             copy_h2d_bw;  /* copy transport, host->device */
+    double             copy_d2h_bw;  /* copy transport, device->host */
+    double             copy_latency; /* copy transport: launch + completion */
 } gdrpipe_iface_config_t;
 
 /* memory handle of the wire MD */
@@ -78,5 +81,6 @@ ucs_status_t gdrpipe_shm_iface_open(uct_md_h md, uct_worker_h worker,
 
 uint64_t gdrpipe_host_id(void);
 void gdrpipe_log_init(void);
+void gdrpipe_memhooks_init(void);
 
 #endif

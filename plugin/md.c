@@ -4,6 +4,7 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
+#include <ucs/memory/memtype_cache.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -80,12 +81,128 @@ static uct_md_ops_t gdrpipe_wire_md_ops = {
     .detect_memory_type = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported
 };
 
+/* ---- copy MD: detects CUDA memory, registers nothing real ---------------- */
+
+static ucs_status_t gdrpipe_copy_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+{
+    uint64_t cuda = UCS_BIT(UCS_MEMORY_TYPE_CUDA) | UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
+
+    memset(attr, 0, sizeof(*attr));
+    attr->cap.flags            = UCT_MD_FLAG_REG;
+    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | cuda;
+    attr->cap.alloc_mem_types  = 0;
+    attr->cap.access_mem_types = cuda;
+    attr->cap.detect_mem_types = cuda;
+    attr->cap.max_alloc        = 0;
+    attr->cap.max_reg          = ULONG_MAX;
+    attr->rkey_packed_size     = 0;
+    attr->reg_cost             = ucs_linear_func_make(0, 0);
+    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_copy_md_mem_reg(uct_md_h uct_md, void *address,
+                                            size_t length, unsigned flags,
+                                            uct_mem_h *memh_p)
+{
+    *memh_p = (void*)0x1;   /* copies need no registration */
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_copy_md_mem_dereg(uct_md_h uct_md,
+                                              const uct_md_mem_dereg_params_t *params)
+{
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    return UCS_OK;
+}
+
+/* Classifies a pointer; UCS_ERR_INVALID_ADDR when it is not CUDA memory. */
+static ucs_status_t gdrpipe_copy_md_classify(const void *address, gp_mem_info_t *info,
+                                             ucs_memory_type_t *type_p)
+{
+    if (gp_cuda_mem_query(address, info) != 0) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    switch (info->kind) {
+    case GP_MEM_DEVICE:
+        *type_p = UCS_MEMORY_TYPE_CUDA;
+        return UCS_OK;
+    case GP_MEM_MANAGED:
+        *type_p = UCS_MEMORY_TYPE_CUDA_MANAGED;
+        return UCS_OK;
+    default:
+        return UCS_ERR_INVALID_ADDR;
+    }
+}
+
+static ucs_status_t gdrpipe_copy_md_detect_memory_type(uct_md_h uct_md,
+                                                       const void *address,
+                                                       size_t length,
+                                                       ucs_memory_type_t *type_p)
+{
+    gp_mem_info_t info;
+
+    return gdrpipe_copy_md_classify(address, &info, type_p);
+}
+
+static ucs_status_t gdrpipe_copy_md_mem_query(uct_md_h uct_md, const void *address,
+                                              size_t length, uct_md_mem_attr_t *attr)
+{
+    ucs_memory_type_t type;
+    gp_mem_info_t info;
+    ucs_status_t status;
+
+    status = gdrpipe_copy_md_classify(address, &info, &type);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
+        attr->mem_type = type;
+    }
+    if (attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
+        attr->sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+    }
+    if (attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
+        attr->base_address = (void*)info.base;
+    }
+    if (attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
+        attr->alloc_length = info.length;
+    }
+    /* keep UCX's memory-type cache right even for memory it learnt nothing of */
+    ucs_memtype_cache_update((void*)info.base, info.length, type,
+                             UCS_SYS_DEVICE_ID_UNKNOWN);
+    return UCS_OK;
+}
+
+static uct_md_ops_t gdrpipe_copy_md_ops = {
+    .close              = gdrpipe_md_close,
+    .query              = gdrpipe_copy_md_query,
+    .mem_alloc          = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
+    .mem_free           = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
+    .mem_advise         = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
+    .mem_reg            = gdrpipe_copy_md_mem_reg,
+    .mem_dereg          = gdrpipe_copy_md_mem_dereg,
+    .mem_query          = gdrpipe_copy_md_mem_query,
+    .mkey_pack          = (uct_md_mkey_pack_func_t)ucs_empty_function_return_success,
+    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int,
+    .detect_memory_type = gdrpipe_copy_md_detect_memory_type
+};
+
 ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
                              const uct_md_config_t *config, uct_md_h *md_p)
 {
+    gdrpipe_md_kind_t kind;
     gdrpipe_md_t *md;
 
-    if (strcmp(md_name, GDRPIPE_MD_NAME) != 0) {
+    if (strcmp(md_name, GDRPIPE_MD_NAME) == 0) {
+        kind = GDRPIPE_MD_WIRE;
+    } else if (strcmp(md_name, GDRPIPE_COPY_MD_NAME) == 0) {
+        if (!gp_cuda_available()) {
+            ucs_error("gdrpipe: CUDA is not available: %s", gp_cuda_why_not());
+            return UCS_ERR_NO_DEVICE;
+        }
+        kind = GDRPIPE_MD_COPY;
+    } else {
         ucs_error("gdrpipe: unknown memory domain '%s'", md_name);
         return UCS_ERR_NO_DEVICE;
     }
@@ -93,9 +210,10 @@ ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
     if (md == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    md->super.ops       = &gdrpipe_wire_md_ops;
+    md->super.ops       = (kind == GDRPIPE_MD_WIRE) ? &gdrpipe_wire_md_ops :
+                                                      &gdrpipe_copy_md_ops;
     md->super.component = &gdrpipe_component;
-    md->kind            = GDRPIPE_MD_WIRE;
+    md->kind            = kind;
     md->host_id         = gdrpipe_host_id();
     *md_p = &md->super;
     return UCS_OK;

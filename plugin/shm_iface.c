@@ -1,5 +1,6 @@
 /* Interface of the intra-host wire: capabilities, addresses, progress. */
 #include "shm.h"
+#include "copy.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -230,13 +231,19 @@ static uct_iface_ops_t gdrpipe_shm_iface_ops = {
 ucs_status_t gdrpipe_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
                                    unsigned *num_devices_p)
 {
+    gdrpipe_md_t *gmd             = ucs_derived_of(md, gdrpipe_md_t);
     uct_tl_device_resource_t *dev = ucs_calloc(1, sizeof(*dev), "gdrpipe device");
 
     if (dev == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    ucs_snprintf_zero(dev->name, sizeof(dev->name), "%s", GDRPIPE_SHM_DEV_NAME);
-    dev->type       = UCT_DEVICE_TYPE_SHM;
+    if (gmd->kind == GDRPIPE_MD_COPY) {
+        ucs_snprintf_zero(dev->name, sizeof(dev->name), "%s", GDRPIPE_COPY_DEV_NAME);
+        dev->type = UCT_DEVICE_TYPE_ACC;
+    } else {
+        ucs_snprintf_zero(dev->name, sizeof(dev->name), "%s", GDRPIPE_SHM_DEV_NAME);
+        dev->type = UCT_DEVICE_TYPE_SHM;
+    }
     dev->sys_device = UCS_SYS_DEVICE_ID_UNKNOWN;
     *devices_p      = dev;
     *num_devices_p  = 1;
@@ -255,8 +262,13 @@ ucs_status_t gdrpipe_iface_open(uct_md_h md, uct_worker_h worker,
         return UCS_ERR_UNSUPPORTED;
     }
     dev = params->mode.device.dev_name;
-    if (strcmp(dev, GDRPIPE_SHM_DEV_NAME) == 0) {
+    if ((ucs_derived_of(md, gdrpipe_md_t)->kind == GDRPIPE_MD_WIRE) &&
+        (strcmp(dev, GDRPIPE_SHM_DEV_NAME) == 0)) {
         return gdrpipe_shm_iface_open(md, worker, params, config, iface_p);
+    }
+    if ((ucs_derived_of(md, gdrpipe_md_t)->kind == GDRPIPE_MD_COPY) &&
+        (strcmp(dev, GDRPIPE_COPY_DEV_NAME) == 0)) {
+        return gdrpipe_copy_iface_open(md, worker, params, config, iface_p);
     }
     ucs_error("gdrpipe: unknown device '%s'", dev);
     return UCS_ERR_NO_DEVICE;

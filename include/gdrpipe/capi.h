@@ -8,6 +8,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "gdrpipe/rkey.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,6 +51,105 @@ ssize_t gp_cma_read(pid_t pid, const struct iovec *local, size_t iovcnt,
 ssize_t gp_cma_write(pid_t pid, const struct iovec *local, size_t iovcnt,
                      uint64_t remote_addr);
 int gp_cma_available(void);
+
+/* ---- CUDA ----------------------------------------------------------- */
+enum gp_mem_kind {
+    GP_MEM_HOST    = 0, /* not CUDA memory (or pinned host memory) */
+    GP_MEM_DEVICE  = 1,
+    GP_MEM_MANAGED = 2
+};
+
+typedef struct gp_mem_info {
+    int kind;            /* enum gp_mem_kind */
+    int device;          /* ordinal, -1 for host */
+    uint64_t base;       /* whole allocation */
+    uint64_t length;
+    uint64_t buffer_id;
+    int is_vmm;
+    int is_pool;
+    int legacy_ipc;
+    int pinned_host;
+} gp_mem_info_t;
+
+/* Loads the driver (once); 1 when CUDA can be used, else 0 and why. */
+int gp_cuda_available(void);
+const char *gp_cuda_why_not(void);
+int gp_cuda_device_count(void);
+/* 0 and *info filled for any pointer (host too); <0 on a driver error */
+int gp_cuda_mem_query(const void *ptr, gp_mem_info_t *info);
+/* synchronous copy between any two pointers; 0 or <0 with err filled */
+int gp_cuda_copy(void *dst, const void *src, size_t len, char *err, size_t errlen);
+
+typedef struct gp_cuda_op gp_cuda_op_t;
+/* asynchronous copy; NULL with err filled on failure */
+gp_cuda_op_t *gp_cuda_copy_async(void *dst, const void *src, size_t len, char *err,
+                                 size_t errlen);
+/* 1 done, 0 pending, <0 failed (err filled) */
+int gp_cuda_op_poll(gp_cuda_op_t *op, char *err, size_t errlen);
+void gp_cuda_op_release(gp_cuda_op_t *op);
+/* releases streams, events and primary contexts (last user gone) */
+void gp_cuda_shutdown(void);
+
+/* ---- interception of CUDA allocations and frees ----------------------- */
+enum gp_hook_kind {
+    GP_HOOK_DEVICE = 1, GP_HOOK_MANAGED = 2, GP_HOOK_HOST_PINNED = 3,
+    GP_HOOK_VMM = 4, GP_HOOK_POOL = 5
+};
+typedef void (*gp_mem_event_cb_t)(void *arg, int is_free, uint64_t address,
+                                  size_t length, int kind /* gp_hook_kind */);
+/* Loads the driver library (no cuInit) and patches its allocation and free
+ * entry points. Returns 1 when every hook is in place, 0 when there is no
+ * driver, -1 when some hook failed (reason in `why`). Idempotent. */
+int gp_hooks_install(char *why, size_t whylen);
+int gp_hooks_active(void);
+/* one listener (the glue's); events arrive on the calling thread, free
+ * events before the memory is released, alloc events after */
+void gp_hooks_set_listener(gp_mem_event_cb_t cb, void *arg);
+/* allocations alive now: seen since install, plus those found by a scan */
+void gp_hooks_for_each_allocation(gp_mem_event_cb_t cb, void *arg);
+
+/* ---- GPU data paths between processes (direct / staged) -------------- */
+/* Control messages of the data paths travel on the wire FIFO with this
+ * active-message id (UCT's own ids are below UCT_AM_ID_MAX = 64). */
+#define GP_CTRL_AM_ID 0xfe
+
+enum gp_path { GP_PATH_AUTO = 0, GP_PATH_DIRECT = 1, GP_PATH_STAGED = 2 };
+
+typedef struct gp_xfer_config {
+    int path;                 /* enum gp_path */
+    size_t thresh;            /* AUTO: direct below, staged from here on */
+    size_t chunk_size;        /* staged pipeline chunk */
+    unsigned depth;           /* staged chunks in flight */
+    size_t cache_max_regions; /* pinned-region caches bounds */
+    size_t cache_max_bytes;
+} gp_xfer_config_t;
+
+/* Registration of local memory for peers (process-wide, cached): fills the
+ * remote key (host memory: CMA by pid; device memory: IPC / VMM / pool
+ * handle, or staged-only). *reg is released with gp_mem_deregister. */
+int gp_mem_register(void *addr, size_t len, uint64_t host_id, gp_rkey_t *rkey,
+                    void **reg, char *err, size_t errlen);
+void gp_mem_deregister(void *reg);
+
+typedef struct gp_xfer_engine gp_xfer_engine_t;
+typedef void (*gp_xfer_done_cb_t)(void *arg, int status /* 0 ok, <0 error */);
+
+gp_xfer_engine_t *gp_xfer_engine_create(gp_shm_iface_t *wire,
+                                        const gp_xfer_config_t *cfg, char *err,
+                                        size_t errlen);
+void gp_xfer_engine_destroy(gp_xfer_engine_t *engine);
+/* One-sided transfer between local memory (iov; host or device) and the
+ * peer's memory described by rkey at remote_addr; is_get: peer -> local.
+ * Returns 0 when complete, 1 when in progress (cb runs later from
+ * gp_xfer_progress), <0 on error. */
+int gp_xfer_start(gp_xfer_engine_t *engine, gp_shm_peer_t *peer, int is_get,
+                  const struct iovec *local, size_t iovcnt, uint64_t remote_addr,
+                  const gp_rkey_t *rkey, gp_xfer_done_cb_t cb, void *arg);
+unsigned gp_xfer_progress(gp_xfer_engine_t *engine);
+void gp_xfer_on_control(gp_xfer_engine_t *engine, const void *data, uint32_t len);
+size_t gp_xfer_outstanding(const gp_xfer_engine_t *engine);
+/* fails every transfer with this peer (it died or disconnected) */
+void gp_xfer_peer_failed(gp_xfer_engine_t *engine, gp_shm_peer_t *peer);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,20 @@
+#!/bin/bash
+# install-deps.sh -- Debian 12 packages gdrpipe builds and tests with, and the
+# source of the installed UCX (for its internal headers). Needs root.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends \
+    build-essential g++ pkg-config meson ninja-build \
+    libucx-dev libucx0 ucx-utils \
+    openmpi-bin libopenmpi-dev \
+    catch2 \
+    libibverbs-dev ibverbs-providers rdma-core \
+    valgrind dpkg-dev procps ca-certificates xz-utils
+here=$(cd "$(dirname "$0")" && pwd)
+bash "$here/fetch-ucx-source.sh" "$here/../subprojects/ucx-src"
+if [ ! -f /usr/local/cuda/include/cuda.h ]; then
+    echo "install-deps: /usr/local/cuda/include/cuda.h is missing: install the CUDA" \
+         "toolkit headers (gdrpipe compiles against cuda.h; libcuda is loaded at run time)" >&2
+    exit 1
+fi

@@ -1,0 +1,65 @@
+#!/bin/bash
+# test-all.sh -- build gdrpipe and run the whole test suite:
+#   1. release-style build with -Werror: unit, simulator, UCP/MPI integration tests
+#   2. ASan/UBSan build: unit and simulator tests
+#   3. valgrind over the unit tests that fit it
+# Prints one closing line "N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+jobs=$(nproc)
+logdir=${GDRPIPE_TEST_LOGS:-$root/build-logs}
+mkdir -p "$logdir"
+total_pass=0
+total_fail=0
+rc=0
+
+count() {   # count <builddir> <label>
+    local json=$1/meson-logs/testlog.json p f
+    [ -f "$json" ] || { echo "no test log in $1"; rc=1; return; }
+    p=$(grep -c '"result": "OK"' "$json" || true)
+    f=$(grep -c '"result": "\(FAIL\|TIMEOUT\|ERROR\|UNEXPECTEDPASS\)"' "$json" || true)
+    echo "== $2: $p passed, $f failed"
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+    cp "$1/meson-logs/testlog.txt" "$logdir/$2.txt" 2>/dev/null || true
+}
+
+shm_before=$(ls /dev/shm | wc -l)
+
+echo "== build (warnings are errors)"
+meson setup build-ci --wipe -Dwerror=true -Dbuildtype=debugoptimized >/dev/null ||
+    meson setup build-ci -Dwerror=true -Dbuildtype=debugoptimized || exit 1
+meson compile -C build-ci -j "$jobs" || exit 1
+
+echo "== tests"
+meson test -C build-ci --print-errorlogs --num-processes "$jobs" \
+    --suite unit --suite cudasim || rc=1
+meson test -C build-ci --print-errorlogs --num-processes 1 \
+    --suite integration || rc=1
+count build-ci main
+
+echo "== sanitizer build (address, undefined)"
+meson setup build-asan --wipe -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dbuildtype=debug >/dev/null ||
+    meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug || exit 1
+meson compile -C build-asan -j "$jobs" || exit 1
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+    meson test -C build-asan --print-errorlogs --num-processes "$jobs" \
+    --suite unit --suite cudasim || rc=1
+count build-asan asan
+
+echo "== valgrind"
+meson test -C build-ci --print-errorlogs --num-processes "$jobs" \
+    --setup valgrind --suite valgrind || rc=1
+count build-ci valgrind
+
+shm_after=$(ls /dev/shm | wc -l)
+if [ "$shm_after" -gt "$shm_before" ]; then
+    echo "== /dev/shm gained entries during the tests:"; ls -la /dev/shm
+    total_fail=$((total_fail + 1)); rc=1
+fi
+
+echo "ci: $(( $(date +%s) - ${start:-$(date +%s)} ))s"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ] && [ $rc -eq 0 ]

@@ -1,0 +1,355 @@
+/* Device<->host copy transport: put/get short are synchronous copies,
+ * put/get zcopy are asynchronous and complete from progress. remote_addr is
+ * the device (or host) address on the same process; no remote key. */
+#include "copy.h"
+
+#include <uct/api/v2/uct_v2.h>
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
+#include <ucs/arch/cpu.h>
+#include <ucs/type/class.h>
+#include <string.h>
+
+#define GDRPIPE_COPY_MAX_POLL 16
+
+static uct_iface_ops_t gdrpipe_copy_iface_ops;
+static uct_iface_internal_ops_t gdrpipe_copy_iface_internal_ops;
+
+static UCS_CLASS_INIT_FUNC(gdrpipe_copy_ep_t, const uct_ep_params_t *params)
+{
+    gdrpipe_copy_iface_t *iface = ucs_derived_of(params->iface, gdrpipe_copy_iface_t);
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(gdrpipe_copy_ep_t)
+{
+}
+
+UCS_CLASS_DEFINE(gdrpipe_copy_ep_t, uct_base_ep_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(gdrpipe_copy_ep_t, uct_ep_t, const uct_ep_params_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(gdrpipe_copy_ep_t, uct_ep_t);
+
+static ucs_status_t gdrpipe_copy_sync(void *dst, const void *src, size_t len,
+                                      const char *op)
+{
+    char err[256];
+
+    if (gp_cuda_copy(dst, src, len, err, sizeof(err)) != 0) {
+        ucs_error("gdrpipe: %s of %zu bytes %p -> %p failed: %s", op, len, src, dst,
+                  err);
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_copy_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                              unsigned length, uint64_t remote_addr,
+                                              uct_rkey_t rkey)
+{
+    return gdrpipe_copy_sync((void*)remote_addr, buffer, length, "put_short");
+}
+
+static ucs_status_t gdrpipe_copy_ep_get_short(uct_ep_h tl_ep, void *buffer,
+                                              unsigned length, uint64_t remote_addr,
+                                              uct_rkey_t rkey)
+{
+    return gdrpipe_copy_sync(buffer, (const void*)remote_addr, length, "get_short");
+}
+
+/* Queues one asynchronous copy per iov entry; the last one carries comp. */
+static ucs_status_t gdrpipe_copy_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                       size_t iovcnt, uint64_t remote_addr,
+                                       uct_completion_t *comp, int is_put)
+{
+    gdrpipe_copy_iface_t *iface = ucs_derived_of(tl_ep->iface, gdrpipe_copy_iface_t);
+    gdrpipe_copy_op_t *desc     = NULL;
+    uint64_t raddr              = remote_addr;
+    char err[256];
+    size_t i, len;
+    void *local;
+
+    for (i = 0; i < iovcnt; ++i) {
+        len   = uct_iov_get_length(&iov[i]);
+        local = iov[i].buffer;
+        if (len == 0) {
+            continue;
+        }
+        desc = ucs_mpool_get(&iface->op_mp);
+        if (desc == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        desc->comp = NULL;
+        desc->op   = is_put ? gp_cuda_copy_async((void*)raddr, local, len, err, sizeof(err)) :
+                              gp_cuda_copy_async(local, (void*)raddr, len, err, sizeof(err));
+        if (desc->op == NULL) {
+            ucs_mpool_put(desc);
+            ucs_error("gdrpipe: %s_zcopy of %zu bytes failed: %s",
+                      is_put ? "put" : "get", len, err);
+            return UCS_ERR_IO_ERROR;
+        }
+        ucs_queue_push(&iface->outstanding, &desc->queue);
+        raddr += len;
+    }
+    if (desc == NULL) {
+        return UCS_OK;   /* nothing to copy */
+    }
+    desc->comp = comp;
+    return UCS_INPROGRESS;
+}
+
+static ucs_status_t gdrpipe_copy_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                              size_t iovcnt, uint64_t remote_addr,
+                                              uct_rkey_t rkey, uct_completion_t *comp)
+{
+    return gdrpipe_copy_zcopy(tl_ep, iov, iovcnt, remote_addr, comp, 1);
+}
+
+static ucs_status_t gdrpipe_copy_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                              size_t iovcnt, uint64_t remote_addr,
+                                              uct_rkey_t rkey, uct_completion_t *comp)
+{
+    return gdrpipe_copy_zcopy(tl_ep, iov, iovcnt, remote_addr, comp, 0);
+}
+
+static unsigned gdrpipe_copy_iface_progress(uct_iface_h tl_iface)
+{
+    gdrpipe_copy_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_copy_iface_t);
+    gdrpipe_copy_op_t *desc;
+    unsigned count = 0;
+    char err[256];
+    int ret;
+
+    while (!ucs_queue_is_empty(&iface->outstanding) &&
+           (count < GDRPIPE_COPY_MAX_POLL)) {
+        desc = ucs_queue_head_elem_non_empty(&iface->outstanding, gdrpipe_copy_op_t,
+                                             queue);
+        ret  = gp_cuda_op_poll(desc->op, err, sizeof(err));
+        if (ret == 0) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&iface->outstanding);
+        if (ret < 0) {
+            ucs_error("gdrpipe: asynchronous copy failed: %s", err);
+        }
+        if (desc->comp != NULL) {
+            uct_invoke_completion(desc->comp, (ret < 0) ? UCS_ERR_IO_ERROR : UCS_OK);
+        }
+        gp_cuda_op_release(desc->op);
+        ucs_mpool_put(desc);
+        ++count;
+    }
+    return count;
+}
+
+static ucs_status_t gdrpipe_copy_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                             uct_completion_t *comp)
+{
+    gdrpipe_copy_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_copy_iface_t);
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return ucs_queue_is_empty(&iface->outstanding) ? UCS_OK : UCS_INPROGRESS;
+}
+
+static ucs_status_t gdrpipe_copy_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                          uct_completion_t *comp)
+{
+    return gdrpipe_copy_iface_flush(tl_ep->iface, 0, NULL);
+}
+
+static ucs_status_t gdrpipe_copy_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
+{
+    gdrpipe_copy_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_copy_iface_t);
+
+    uct_base_iface_query(&iface->super, attr);
+    attr->iface_addr_len  = sizeof(uint64_t);
+    attr->device_addr_len = 0;
+    attr->ep_addr_len     = 0;
+    attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_GET_SHORT |
+                            UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_GET_ZCOPY |
+                            UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_PENDING;
+    attr->cap.event_flags = 0;
+
+    attr->cap.put.max_short       = UINT_MAX;
+    attr->cap.put.max_bcopy       = 0;
+    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.max_zcopy       = SIZE_MAX;
+    attr->cap.put.opt_zcopy_align = 1;
+    attr->cap.put.align_mtu       = 1;
+    attr->cap.put.max_iov         = 1;
+    attr->cap.get.max_short       = UINT_MAX;
+    attr->cap.get.max_bcopy       = 0;
+    attr->cap.get.min_zcopy       = 0;
+    attr->cap.get.max_zcopy       = SIZE_MAX;
+    attr->cap.get.opt_zcopy_align = 1;
+    attr->cap.get.align_mtu       = 1;
+    attr->cap.get.max_iov         = 1;
+
+    attr->latency             = ucs_linear_func_make(iface->latency, 0);
+    attr->bandwidth.dedicated = 0;
+    attr->bandwidth.shared    = ucs_min(iface->h2d_bw, iface->d2h_bw);
+    attr->overhead            = 0;
+    attr->priority            = 0;
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_copy_estimate_perf(uct_iface_h tl_iface,
+                                               uct_perf_attr_t *perf_attr)
+{
+    gdrpipe_copy_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_copy_iface_t);
+    double bw                   = ucs_min(iface->h2d_bw, iface->d2h_bw);
+
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_OPERATION) {
+        switch (perf_attr->operation) {
+        case UCT_EP_OP_GET_SHORT:
+        case UCT_EP_OP_GET_ZCOPY:
+            bw = iface->d2h_bw;
+            break;
+        case UCT_EP_OP_PUT_SHORT:
+        case UCT_EP_OP_PUT_ZCOPY:
+            bw = iface->h2d_bw;
+            break;
+        default:
+            break;
+        }
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
+        perf_attr->bandwidth.dedicated = 0;
+        perf_attr->bandwidth.shared    = bw;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
+        perf_attr->send_pre_overhead = 2e-6;   /* launching a copy */
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD) {
+        perf_attr->send_post_overhead = 0;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD) {
+        perf_attr->recv_overhead = 0;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) {
+        perf_attr->latency = ucs_linear_func_make(iface->latency, 0);
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
+        perf_attr->max_inflight_eps = SIZE_MAX;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_copy_iface_get_address(uct_iface_h tl_iface,
+                                                   uct_iface_addr_t *addr)
+{
+    *(uint64_t*)addr = ucs_derived_of(tl_iface, gdrpipe_copy_iface_t)->id;
+    return UCS_OK;
+}
+
+static int gdrpipe_copy_iface_is_reachable(const uct_iface_h tl_iface,
+                                           const uct_device_addr_t *dev_addr,
+                                           const uct_iface_addr_t *iface_addr)
+{
+    gdrpipe_copy_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_copy_iface_t);
+
+    return (iface_addr != NULL) && (*(const uint64_t*)iface_addr == iface->id);
+}
+
+static ucs_mpool_ops_t gdrpipe_copy_mpool_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+static UCS_CLASS_INIT_FUNC(gdrpipe_copy_iface_t, uct_md_h md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    gdrpipe_iface_config_t *config = ucs_derived_of(tl_config, gdrpipe_iface_config_t);
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdrpipe_copy_iface_ops,
+                              &gdrpipe_copy_iface_internal_ops, md, worker, params,
+                              tl_config);
+    self->id      = ucs_generate_uuid((uintptr_t)self);
+    self->h2d_bw  = config->copy_h2d_bw;
+    self->d2h_bw  = config->copy_d2h_bw;
+    self->latency = config->copy_latency;
+    ucs_queue_head_init(&self->outstanding);
+    status = ucs_mpool_init(&self->op_mp, 0, sizeof(gdrpipe_copy_op_t), 0,
+                            UCS_SYS_CACHE_LINE_SIZE, 16, UINT_MAX,
+                            &gdrpipe_copy_mpool_ops, "gdrpipe_copy_ops");
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* zero-copy operations complete from progress */
+    uct_base_iface_progress_enable(&self->super.super,
+                                   UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(gdrpipe_copy_iface_t)
+{
+    gdrpipe_copy_op_t *desc;
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    /* wait for copies still in flight: their memory may be freed next */
+    while (!ucs_queue_is_empty(&self->outstanding)) {
+        desc = ucs_queue_pull_elem_non_empty(&self->outstanding, gdrpipe_copy_op_t,
+                                             queue);
+        while (gp_cuda_op_poll(desc->op, NULL, 0) == 0) {
+        }
+        gp_cuda_op_release(desc->op);
+        ucs_mpool_put(desc);
+    }
+    ucs_mpool_cleanup(&self->op_mp, 1);
+}
+
+UCS_CLASS_DEFINE(gdrpipe_copy_iface_t, uct_base_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(gdrpipe_copy_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(gdrpipe_copy_iface_t, uct_iface_t);
+
+ucs_status_t gdrpipe_copy_iface_open(uct_md_h md, uct_worker_h worker,
+                                     const uct_iface_params_t *params,
+                                     const uct_iface_config_t *config,
+                                     uct_iface_h *iface_p)
+{
+    return UCS_CLASS_NEW_FUNC_NAME(gdrpipe_copy_iface_t)(md, worker, params, config,
+                                                         iface_p);
+}
+
+static uct_iface_internal_ops_t gdrpipe_copy_iface_internal_ops = {
+    .iface_estimate_perf = gdrpipe_copy_estimate_perf,
+    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+    .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
+    .ep_invalidate       = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported
+};
+
+static uct_iface_ops_t gdrpipe_copy_iface_ops = {
+    .ep_put_short             = gdrpipe_copy_ep_put_short,
+    .ep_get_short             = gdrpipe_copy_ep_get_short,
+    .ep_put_zcopy             = gdrpipe_copy_ep_put_zcopy,
+    .ep_get_zcopy             = gdrpipe_copy_ep_get_zcopy,
+    .ep_pending_add           = (uct_ep_pending_add_func_t)ucs_empty_function_return_busy,
+    .ep_pending_purge         = (uct_ep_pending_purge_func_t)ucs_empty_function,
+    .ep_flush                 = gdrpipe_copy_ep_flush,
+    .ep_fence                 = uct_base_ep_fence,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(gdrpipe_copy_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_copy_ep_t),
+    .iface_flush              = gdrpipe_copy_iface_flush,
+    .iface_fence              = uct_base_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = gdrpipe_copy_iface_progress,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_copy_iface_t),
+    .iface_query              = gdrpipe_copy_iface_query,
+    .iface_get_device_address = (uct_iface_get_device_address_func_t)ucs_empty_function_return_success,
+    .iface_get_address        = gdrpipe_copy_iface_get_address,
+    .iface_is_reachable       = gdrpipe_copy_iface_is_reachable
+};

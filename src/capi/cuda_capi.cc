@@ -1,0 +1,122 @@
+// extern "C" face of the CUDA layer, for the UCX glue.
+#include "gdrpipe/capi.h"
+#include "gdrpipe/cuda/copy.hpp"
+#include "gdrpipe/cuda/memory.hpp"
+#include "gdrpipe/hooks/cuda_hooks.hpp"
+#include "gdrpipe/log.hpp"
+
+#include <cstdio>
+#include <mutex>
+#include <new>
+
+namespace cu = gdrpipe::cuda;
+
+struct gp_cuda_op {
+    cu::CopyToken token;
+};
+
+namespace {
+void set_err(char *err, size_t len, const std::string &msg) {
+    if (err != nullptr && len > 0) std::snprintf(err, len, "%s", msg.c_str());
+}
+
+// gdrpipe's own driver calls go to the originals behind the hooks: its
+// internal allocations and frees are not application events, and a hook
+// that re-entered the core from inside the core could deadlock.
+cu::Driver &routed_driver() {
+    static std::once_flag once;
+    cu::Driver &drv = cu::driver();
+    std::call_once(once, [&drv] {
+        if (!drv.available()) return;
+        int routed = 0;
+        for (const cu::EntryInfo &e : cu::Driver::entries()) {
+            void *tramp = gdrpipe::hooks::original_of(drv.entry(e.name));
+            if (tramp != nullptr && drv.override_entry(e.name, tramp)) ++routed;
+        }
+        GP_DEBUG("CUDA driver %s loaded (version %d), %d entries routed around hooks",
+                 drv.library_path().c_str(), drv.version(), routed);
+    });
+    return drv;
+}
+
+} // namespace
+
+extern "C" {
+
+int gp_cuda_available(void) { return routed_driver().available() ? 1 : 0; }
+
+const char *gp_cuda_why_not(void) { return cu::driver().why_not().c_str(); }
+
+int gp_cuda_device_count(void) {
+    return cu::driver().available() ? cu::devices().count() : 0;
+}
+
+int gp_cuda_mem_query(const void *ptr, gp_mem_info_t *info) {
+    *info = gp_mem_info_t{};
+    info->device = -1;
+    if (!routed_driver().available()) return 0;   // everything is host memory
+    cu::MemInfo mi;
+    CUresult r = cu::query(ptr, &mi);
+    if (r != CUDA_SUCCESS) return -1;
+    switch (mi.kind) {
+    case cu::MemKind::device: info->kind = GP_MEM_DEVICE; break;
+    case cu::MemKind::managed: info->kind = GP_MEM_MANAGED; break;
+    default: info->kind = GP_MEM_HOST; break;
+    }
+    info->device = mi.device;
+    info->base = mi.base;
+    info->length = mi.length;
+    info->buffer_id = mi.buffer_id;
+    info->is_vmm = mi.vmm;
+    info->is_pool = mi.pool;
+    info->legacy_ipc = mi.legacy_ipc;
+    info->pinned_host = mi.pinned;
+    return 0;
+}
+
+int gp_cuda_copy(void *dst, const void *src, size_t len, char *err, size_t errlen) {
+    cu::Status st = cu::copy(dst, src, len);
+    if (!st) {
+        set_err(err, errlen, st.message);
+        return -1;
+    }
+    return 0;
+}
+
+gp_cuda_op_t *gp_cuda_copy_async(void *dst, const void *src, size_t len, char *err,
+                                 size_t errlen) {
+    auto *op = new (std::nothrow) gp_cuda_op();
+    if (op == nullptr) {
+        set_err(err, errlen, "out of memory");
+        return nullptr;
+    }
+    cu::Status st = cu::copy_async(dst, src, len, &op->token);
+    if (!st) {
+        set_err(err, errlen, st.message);
+        delete op;
+        return nullptr;
+    }
+    return op;
+}
+
+int gp_cuda_op_poll(gp_cuda_op_t *op, char *err, size_t errlen) {
+    cu::Status st;
+    switch (cu::poll(op->token, &st)) {
+    case cu::PollResult::done: return 1;
+    case cu::PollResult::pending: return 0;
+    default:
+        set_err(err, errlen, st.message);
+        return -1;
+    }
+}
+
+void gp_cuda_op_release(gp_cuda_op_t *op) {
+    if (!op->token.empty()) (void)cu::wait(op->token);
+    delete op;
+}
+
+void gp_cuda_shutdown(void) {
+    if (cu::driver().available()) cu::devices().shutdown();
+}
+
+} // extern "C"
