@@ -1,0 +1,35 @@
+#!/bin/bash
+# ucx_tools.sh PLUGIN -- the plugin as UCX's own tools see it: listed by
+# ucx_info, configuration visible and validated, selected by UCX_TLS.
+set -u
+plugin=$1
+fail=0
+check() {   # check "what" command...
+    local what=$1; shift
+    if "$@"; then echo "ok   - $what"; else echo "FAIL - $what"; fail=1; fi
+}
+export UCX_WARN_UNUSED_ENV_VARS=n
+info_d=$(LD_PRELOAD=$plugin ucx_info -d 2>&1)
+check "ucx_info -d lists component gdrpipe" grep -q "Component: gdrpipe" <<< "$info_d"
+check "ucx_info -d lists transport gdrpipe on device memory" \
+    grep -qzE "Transport: gdrpipe[[:space:]]+#[[:space:]]+Device: memory" <<< "$info_d"
+check "without the plugin there is no gdrpipe" \
+    bash -c "! ucx_info -d 2>&1 | grep -q gdrpipe"
+
+info_c=$(LD_PRELOAD=$plugin ucx_info -c 2>&1)
+for v in SEG_SIZE FIFO_SIZE BW LAT COPY_H2D_BW COPY_D2H_BW COPY_LAT CUDA_LIB; do
+    check "ucx_info -c shows UCX_GDRPIPE_$v" grep -q "^UCX_GDRPIPE_$v=" <<< "$info_c"
+done
+info_cf=$(LD_PRELOAD=$plugin ucx_info -cf 2>&1)
+check "ucx_info -cf documents FIFO_SIZE" grep -q "receive FIFO" <<< "$info_cf"
+
+lanes=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self ucx_info -e -u t 2>&1)
+check "UCX_TLS=gdrpipe,self gives gdrpipe lanes" grep -q "gdrpipe/memory" <<< "$lanes"
+
+bad=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_GDRPIPE_FIFO_SIZE=abc ucx_info -e -u t 2>&1)
+check "invalid UCX_GDRPIPE_FIFO_SIZE is rejected by name" grep -q "Invalid value for FIFO_SIZE" <<< "$bad"
+bad=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_GDRPIPE_SEG_SIZE=16 ucx_info -e -u t 2>&1)
+check "out-of-range UCX_GDRPIPE_SEG_SIZE is rejected by name" grep -q "UCX_GDRPIPE_SEG_SIZE=16 is out of range" <<< "$bad"
+bad=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_GDRPIPE_BW=fast ucx_info -e -u t 2>&1)
+check "invalid UCX_GDRPIPE_BW is rejected by name" grep -q "Invalid value for BW" <<< "$bad"
+exit $fail
