@@ -1,0 +1,57 @@
+// Copies between any two pointers (host or device) for the transports.
+//
+// The device is inferred from the pointers (unified addressing): the device of
+// the destination if it is CUDA memory, else that of the source. Two host
+// pointers (pinned or not) are copied with memcpy, without the driver. The
+// copy runs on a stream slot of that device's primary context. Zero-length
+// copies succeed without touching the driver.
+#pragma once
+
+#include "gdrpipe/cuda/context.hpp"
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <string>
+
+namespace gdrpipe::cuda {
+
+struct Status {
+    CUresult code = CUDA_SUCCESS;
+    std::string message; // e.g. "cuMemcpyAsync(...) on device 0: CUDA_ERROR_INVALID_VALUE (invalid argument)"
+
+    bool ok() const noexcept { return code == CUDA_SUCCESS; }
+    explicit operator bool() const noexcept { return ok(); }
+};
+
+struct CopyOptions {
+    int device = -1;      // -1: infer from the pointers
+    unsigned slot = 0;    // stream slot (< DeviceManager::kStreamSlots)
+};
+
+// Copy and wait for completion.
+Status copy(void *dst, const void *src, std::size_t len, CopyOptions opt = {},
+            DeviceManager &dm = devices());
+
+// Completion token of an asynchronous copy: an event recorded on the stream
+// after the copy. A token with a null event is already complete.
+struct CopyToken {
+    int device = -1;
+    CUevent event = nullptr;
+
+    bool empty() const noexcept { return event == nullptr; }
+};
+
+// Start a copy; `*token` completes once the data has landed.
+Status copy_async(void *dst, const void *src, std::size_t len, CopyToken *token,
+                  CopyOptions opt = {}, DeviceManager &dm = devices());
+
+enum class PollResult { done, pending, error };
+
+// Check a token without blocking. On done or error the event returns to the
+// pool and the token is emptied; on error *err (if given) says why.
+PollResult poll(CopyToken &token, Status *err = nullptr, DeviceManager &dm = devices());
+// Block until the token completes (then as poll).
+Status wait(CopyToken &token, DeviceManager &dm = devices());
+
+} // namespace gdrpipe::cuda

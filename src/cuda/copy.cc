@@ -1,0 +1,121 @@
+// Synchronous and event-tracked asynchronous copies.
+#include "gdrpipe/cuda/copy.hpp"
+
+#include "gdrpipe/cuda/memory.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+namespace gdrpipe::cuda {
+namespace {
+
+Status failure(CUresult r, const char *what, int device) {
+    char head[160];
+    std::snprintf(head, sizeof(head), "%s on device %d: ", what, device);
+    return Status{r, head + describe(r)};
+}
+
+// Device to run a copy on: -1 (with ok status) when both sides are host memory.
+Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceManager &dm,
+                   int *device) {
+    *device = opt.device;
+    if (opt.device >= 0) return {};
+    const Driver &drv = dm.drv();
+    MemInfo di, si;
+    CUresult r = query(dst, &di, drv);
+    if (r == CUDA_SUCCESS) r = query(src, &si, drv);
+    if (r != CUDA_SUCCESS) return failure(r, "cuPointerGetAttributes", -1);
+    if (di.kind != MemKind::host) {
+        *device = di.device;
+    } else if (si.kind != MemKind::host) {
+        *device = si.device;
+    } else {
+        *device = -1; // host to host
+        return {};
+    }
+    if (*device < 0) *device = 0;
+    return {};
+}
+
+// Run the copy on the device's stream slot, all under its context; then
+// either wait for it (token null) or record an event for *token.
+Status run(void *dst, const void *src, std::size_t len, const CopyOptions &opt,
+           DeviceManager &dm, CopyToken *token) {
+    if (token != nullptr) *token = CopyToken{};
+    if (len == 0) return {};
+    int device = -1;
+    Status st = pick_device(dst, src, opt, dm, &device);
+    if (!st.ok()) return st;
+    if (device < 0) {
+        std::memcpy(dst, src, len);
+        return {};
+    }
+    const Api &api = dm.drv().api();
+    ScopedContext scope(dm, device);
+    if (!scope.ok()) return failure(scope.status(), "making the context current", device);
+    CUstream stream = nullptr;
+    CUresult r = dm.stream(device, opt.slot, &stream);
+    if (r != CUDA_SUCCESS) return failure(r, "cuStreamCreate", device);
+    r = api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                          reinterpret_cast<CUdeviceptr>(src), len, stream);
+    if (r != CUDA_SUCCESS) {
+        char what[128];
+        std::snprintf(what, sizeof(what), "cuMemcpyAsync(%p <- %p, %zu)", dst, src, len);
+        return failure(r, what, device);
+    }
+    if (token == nullptr) {
+        r = api.cuStreamSynchronize(stream);
+        if (r != CUDA_SUCCESS) return failure(r, "cuStreamSynchronize", device);
+        return {};
+    }
+    CUevent ev = nullptr;
+    r = dm.acquire_event(device, &ev);
+    if (r == CUDA_SUCCESS) {
+        r = api.cuEventRecord(ev, stream);
+        if (r == CUDA_SUCCESS) {
+            token->device = device;
+            token->event = ev;
+            return {};
+        }
+        dm.release_event(device, ev);
+    }
+    // the copy is queued but cannot be tracked: wait for it here
+    Status fail = failure(r, ev == nullptr ? "cuEventCreate" : "cuEventRecord", device);
+    api.cuStreamSynchronize(stream);
+    return fail;
+}
+
+} // namespace
+
+Status copy(void *dst, const void *src, std::size_t len, CopyOptions opt, DeviceManager &dm) {
+    return run(dst, src, len, opt, dm, nullptr);
+}
+
+Status copy_async(void *dst, const void *src, std::size_t len, CopyToken *token,
+                  CopyOptions opt, DeviceManager &dm) {
+    return run(dst, src, len, opt, dm, token);
+}
+
+PollResult poll(CopyToken &token, Status *err, DeviceManager &dm) {
+    if (token.event == nullptr) return PollResult::done;
+    CUresult r = dm.drv().api().cuEventQuery(token.event);
+    if (r == CUDA_ERROR_NOT_READY) return PollResult::pending;
+    dm.release_event(token.device, token.event);
+    const int device = token.device;
+    token = CopyToken{};
+    if (r == CUDA_SUCCESS) return PollResult::done;
+    if (err != nullptr) *err = failure(r, "cuEventQuery", device);
+    return PollResult::error;
+}
+
+Status wait(CopyToken &token, DeviceManager &dm) {
+    if (token.event == nullptr) return {};
+    CUresult r = dm.drv().api().cuEventSynchronize(token.event);
+    const int device = token.device;
+    dm.release_event(device, token.event);
+    token = CopyToken{};
+    if (r != CUDA_SUCCESS) return failure(r, "cuEventSynchronize", device);
+    return {};
+}
+
+} // namespace gdrpipe::cuda
