@@ -23,6 +23,8 @@ ucs_config_field_t gdrpipe_md_config_table[] = {
     {NULL}
 };
 
+static const char *gdrpipe_path_names[] = {"auto", "direct", "staged", NULL};
+
 ucs_config_field_t gdrpipe_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
@@ -56,6 +58,43 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
     {"COPY_LAT", "8us",
      "Latency of one device/host copy (launch, copy, completion) reported to UCX.",
      ucs_offsetof(gdrpipe_iface_config_t, copy_latency), UCS_CONFIG_TYPE_TIME},
+
+    {"PATH", "auto",
+     "How GPU memory moves between processes:\n"
+     " auto   - direct (CUDA IPC peer copy) below UCX_GDRPIPE_THRESH, staged from it on;\n"
+     "          staged whenever the direct path is impossible (no peer access, memory\n"
+     "          that cannot be shared)\n"
+     " direct - always direct where possible\n"
+     " staged - always the host-staged pipeline",
+     ucs_offsetof(gdrpipe_iface_config_t, path), UCS_CONFIG_TYPE_ENUM(gdrpipe_path_names)},
+
+    {"THRESH", "inf",
+     "Message size from which the staged pipeline is used in PATH=auto. The\n"
+     "default keeps the direct path wherever it works (NVLink peers: direct wins\n"
+     "at every size, see bench/RESULTS.md).",
+     ucs_offsetof(gdrpipe_iface_config_t, thresh), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"CHUNK_SIZE", "2m",
+     "Chunk of the staged pipeline (at least 64k).",
+     ucs_offsetof(gdrpipe_iface_config_t, chunk_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"PIPELINE_DEPTH", "4",
+     "Staged pipeline chunks in flight per transfer (1-64).",
+     ucs_offsetof(gdrpipe_iface_config_t, depth), UCS_CONFIG_TYPE_UINT},
+
+    {"RCACHE_MAX_REGIONS", "4096",
+     "Bound of each pinned-region cache (IPC exports, imports) in regions.",
+     ucs_offsetof(gdrpipe_iface_config_t, cache_max_regions), UCS_CONFIG_TYPE_UINT},
+
+    {"RCACHE_MAX_SIZE", "inf",
+     "Bound of each pinned-region cache in bytes.",
+     ucs_offsetof(gdrpipe_iface_config_t, cache_max_bytes), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"STATS", "n",
+     "Log the data-path counters (transfers and bytes per path, region-cache hits,\n"
+     "misses, evictions, invalidations, bytes pinned) at INFO level when an\n"
+     "interface closes.",
+     ucs_offsetof(gdrpipe_iface_config_t, stats), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}
 };

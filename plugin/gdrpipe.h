@@ -48,11 +48,19 @@ typedef struct gdrpipe_iface_config {
     double             copy_h2d_bw;  /* copy transport, host->device */
     double             copy_d2h_bw;  /* copy transport, device->host */
     double             copy_latency; /* copy transport: launch + completion */
+    int                path;         /* enum gp_path */
+    size_t             thresh;       /* direct below, staged from here on */
+    size_t             chunk_size;   /* staged pipeline chunk */
+    unsigned           depth;        /* staged chunks in flight */
+    unsigned           cache_max_regions;
+    size_t             cache_max_bytes;
+    int                stats;        /* print data-path counters at close */
 } gdrpipe_iface_config_t;
 
 /* memory handle of the wire MD */
 typedef struct gdrpipe_memh {
     gp_rkey_t rkey;     /* what mkey_pack sends (sealed) */
+    void      *reg;     /* the core's registration (exports stay cached) */
 } gdrpipe_memh_t;
 
 extern uct_component_t gdrpipe_component;

@@ -18,6 +18,11 @@ static ucs_status_t gdrpipe_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     memset(attr, 0, sizeof(*attr));
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    if (gp_cuda_available()) {
+        /* device memory is exported (IPC/VMM handles) for the direct path or
+         * served by the staged pipeline */
+        attr->cap.reg_mem_types |= UCS_BIT(UCS_MEMORY_TYPE_CUDA);
+    }
     attr->cap.alloc_mem_types  = 0;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.detect_mem_types = 0;
@@ -34,19 +39,19 @@ static ucs_status_t gdrpipe_md_mem_reg(uct_md_h uct_md, void *address, size_t le
 {
     gdrpipe_md_t *md = ucs_derived_of(uct_md, gdrpipe_md_t);
     gdrpipe_memh_t *memh;
+    char err[256];
 
     memh = ucs_calloc(1, sizeof(*memh), "gdrpipe memh");
     if (memh == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    memh->rkey.kind      = GP_RKEY_HOST;
-    memh->rkey.pid       = getpid();
-    memh->rkey.device    = -1;
-    memh->rkey.base      = (uintptr_t)address;
-    memh->rkey.length    = length;
-    memh->rkey.host_id   = md->host_id;
-    memh->rkey.handle_fd = -1;
-    gp_rkey_seal(&memh->rkey);
+    if (gp_mem_register(address, length, md->host_id, &memh->rkey, &memh->reg, err,
+                        sizeof(err)) != 0) {
+        ucs_free(memh);
+        ucs_error("gdrpipe: cannot register %p..%p: %s", address,
+                  UCS_PTR_BYTE_OFFSET(address, length), err);
+        return UCS_ERR_INVALID_ADDR;
+    }
     *memh_p = memh;
     return UCS_OK;
 }
@@ -54,8 +59,12 @@ static ucs_status_t gdrpipe_md_mem_reg(uct_md_h uct_md, void *address, size_t le
 static ucs_status_t gdrpipe_md_mem_dereg(uct_md_h uct_md,
                                          const uct_md_mem_dereg_params_t *params)
 {
+    gdrpipe_memh_t *memh;
+
     UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
-    ucs_free(params->memh);
+    memh = params->memh;
+    gp_mem_deregister(memh->reg);
+    ucs_free(memh);
     return UCS_OK;
 }
 

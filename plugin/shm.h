@@ -13,7 +13,14 @@ typedef struct gdrpipe_shm_iface {
     double            latency;
     ucs_list_link_t   pending_eps;   /* endpoints with queued requests */
     void              *scratch;      /* bounce for put/get bcopy */
+    gp_xfer_engine_t  *xfer;         /* GPU data paths (NULL without CUDA) */
+    ucs_queue_head_t  flush_q;       /* flush completions waiting for transfers */
 } gdrpipe_shm_iface_t;
+
+typedef struct gdrpipe_shm_flush {
+    ucs_queue_elem_t  queue;
+    uct_completion_t  *comp;
+} gdrpipe_shm_flush_t;
 
 typedef struct gdrpipe_shm_ep {
     uct_base_ep_t        super;
@@ -61,5 +68,8 @@ ucs_status_t gdrpipe_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
 ucs_status_t gdrpipe_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp);
 unsigned gdrpipe_shm_iface_dispatch_pending(gdrpipe_shm_iface_t *iface);
+ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                     uct_completion_t *comp);
+void gdrpipe_shm_iface_complete_flushes(gdrpipe_shm_iface_t *iface);
 
 #endif

@@ -205,18 +205,81 @@ static size_t gdrpipe_shm_to_iovec(const uct_iov_t *iov, size_t iovcnt,
     return n;
 }
 
+static void gdrpipe_shm_xfer_done(void *arg, int status)
+{
+    uct_completion_t *comp = arg;
+
+    if (comp != NULL) {
+        uct_invoke_completion(comp, (status == 0) ? UCS_OK : UCS_ERR_IO_ERROR);
+    }
+}
+
+/* Whether every local buffer is host memory: from our memory handle when UCP
+ * passes one, else (no handle) by asking the driver. */
+static int gdrpipe_shm_iov_is_host(const uct_iov_t *iov, size_t iovcnt)
+{
+    gp_mem_info_t info;
+    size_t i;
+
+    for (i = 0; i < iovcnt; ++i) {
+        if (iov[i].memh != UCT_MEM_HANDLE_NULL) {
+            if (((gdrpipe_memh_t*)iov[i].memh)->rkey.kind != GP_RKEY_HOST) {
+                return 0;
+            }
+        } else if (gp_cuda_available() &&
+                   ((gp_cuda_mem_query(iov[i].buffer, &info) != 0) ||
+                    (info.kind != GP_MEM_HOST))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* One-sided transfer: host memory on both sides goes by CMA; anything
+ * involving GPU memory goes to the data paths (direct or staged). */
+static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                         size_t iovcnt, uint64_t remote_addr,
+                                         uct_rkey_t rkey, uct_completion_t *comp,
+                                         int is_get)
+{
+    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+    const gp_rkey_t *rk        = (const gp_rkey_t*)rkey;
+    struct iovec local[GDRPIPE_SHM_MAX_IOV];
+    size_t n;
+    int ret;
+
+    UCT_CHECK_IOV_SIZE(iovcnt, GDRPIPE_SHM_MAX_IOV, is_get ? "get_zcopy" : "put_zcopy");
+    n = gdrpipe_shm_to_iovec(iov, iovcnt, local);
+    if ((rk == NULL) || ((rk->kind == GP_RKEY_HOST) &&
+                         gdrpipe_shm_iov_is_host(iov, iovcnt))) {
+        return gdrpipe_shm_cma_status(ep, is_get ?
+                                      gp_cma_read(ep->pid, local, n, remote_addr) :
+                                      gp_cma_write(ep->pid, local, n, remote_addr),
+                                      is_get ? "get_zcopy" : "put_zcopy");
+    }
+    if (iface->xfer == NULL) {
+        ucs_error("gdrpipe: GPU memory transfer but the data paths are unavailable");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    ret = gp_xfer_start(iface->xfer, ep->peer, is_get, local, n, remote_addr, rk,
+                        gdrpipe_shm_xfer_done, comp);
+    if (ret == 0) {
+        return UCS_OK;
+    } else if (ret > 0) {
+        return UCS_INPROGRESS;
+    }
+    ucs_error("gdrpipe: %s of %zu bytes with pid %d failed: %s",
+              is_get ? "get" : "put", uct_iov_total_length(iov, iovcnt), (int)ep->pid,
+              strerror(-ret));
+    return gp_shm_peer_alive(ep->peer) ? UCS_ERR_IO_ERROR : UCS_ERR_CONNECTION_RESET;
+}
+
 ucs_status_t gdrpipe_shm_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                       size_t iovcnt, uint64_t remote_addr,
                                       uct_rkey_t rkey, uct_completion_t *comp)
 {
-    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
-    struct iovec local[GDRPIPE_SHM_MAX_IOV];
-    size_t n;
-
-    UCT_CHECK_IOV_SIZE(iovcnt, GDRPIPE_SHM_MAX_IOV, "put_zcopy");
-    n = gdrpipe_shm_to_iovec(iov, iovcnt, local);
-    return gdrpipe_shm_cma_status(ep, gp_cma_write(ep->pid, local, n, remote_addr),
-                                  "put_zcopy");
+    return gdrpipe_shm_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey, comp, 0);
 }
 
 ucs_status_t gdrpipe_shm_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
@@ -243,14 +306,7 @@ ucs_status_t gdrpipe_shm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                       size_t iovcnt, uint64_t remote_addr,
                                       uct_rkey_t rkey, uct_completion_t *comp)
 {
-    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
-    struct iovec local[GDRPIPE_SHM_MAX_IOV];
-    size_t n;
-
-    UCT_CHECK_IOV_SIZE(iovcnt, GDRPIPE_SHM_MAX_IOV, "get_zcopy");
-    n = gdrpipe_shm_to_iovec(iov, iovcnt, local);
-    return gdrpipe_shm_cma_status(ep, gp_cma_read(ep->pid, local, n, remote_addr),
-                                  "get_zcopy");
+    return gdrpipe_shm_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey, comp, 1);
 }
 
 ucs_status_t gdrpipe_shm_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
@@ -324,8 +380,12 @@ ucs_status_t gdrpipe_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
         gdrpipe_shm_ep_pending_purge(tl_ep, NULL, NULL);
         return UCS_OK;
     }
-    /* sends are complete when they return; queued requests are not sent yet */
-    return ucs_queue_is_empty(&ep->pending_q) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+    /* queued requests are not sent yet */
+    if (!ucs_queue_is_empty(&ep->pending_q)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    /* sends are complete when they return; GPU transfers complete later */
+    return gdrpipe_shm_iface_flush(tl_ep->iface, 0, comp);
 }
 
 ucs_status_t gdrpipe_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
@@ -333,7 +393,12 @@ ucs_status_t gdrpipe_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
 {
     gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
 
+    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    if ((iface->xfer != NULL) && !gp_shm_peer_alive(ep->peer)) {
+        gp_xfer_peer_failed(iface->xfer, ep->peer);
+    }
     uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->pid, flags, comp);
     return UCS_OK;
 }

@@ -32,7 +32,8 @@ static ucs_status_t gdrpipe_shm_iface_query(uct_iface_h tl_iface, uct_iface_attr
     attr->max_conn_priv   = 0;
     attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_AM_SHORT |
                             UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_PENDING |
-                            UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK | rma;
+                            UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK |
+                            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE | rma;
     attr->cap.event_flags = 0;
 
     attr->cap.am.max_short       = iface->max_payload;
@@ -101,6 +102,14 @@ static void gdrpipe_shm_iface_am_cb(void *arg, uint8_t am_id, void *data, uint32
 {
     gdrpipe_shm_iface_t *iface = arg;
 
+    if (am_id == GP_CTRL_AM_ID) {
+        if (iface->xfer != NULL) {
+            gp_xfer_on_control(iface->xfer, data, len);
+        } else {
+            ucs_error("gdrpipe: data-path control message but CUDA is off here");
+        }
+        return;
+    }
     if (am_id >= UCT_AM_ID_MAX) {
         ucs_error("gdrpipe: dropped message with invalid active message id %u", am_id);
         return;
@@ -115,20 +124,63 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
 
     count = gp_shm_progress(iface->core, gdrpipe_shm_iface_am_cb, iface,
                             GDRPIPE_SHM_PROGRESS_MAX);
+    if (iface->xfer != NULL) {
+        count += gp_xfer_progress(iface->xfer);
+        if (!ucs_queue_is_empty(&iface->flush_q)) {
+            gdrpipe_shm_iface_complete_flushes(iface);
+        }
+    }
     if (!ucs_list_is_empty(&iface->pending_eps)) {
         count += gdrpipe_shm_iface_dispatch_pending(iface);
     }
     return count;
 }
 
-static ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                            uct_completion_t *comp)
+/* Active messages and CMA complete before they return; GPU transfers of the
+ * data paths complete from progress, and flushes wait for them. */
+ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                     uct_completion_t *comp)
 {
-    /* every operation of this wire completes before it returns */
-    if (comp != NULL) {
-        return UCS_ERR_UNSUPPORTED;
+    gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
+    gdrpipe_shm_flush_t *f;
+
+    if ((iface->xfer == NULL) || (gp_xfer_outstanding(iface->xfer) == 0)) {
+        return UCS_OK;
     }
-    return UCS_OK;
+    if (comp != NULL) {
+        f = ucs_malloc(sizeof(*f), "gdrpipe flush");
+        if (f == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        f->comp = comp;
+        ucs_queue_push(&iface->flush_q, &f->queue);
+    }
+    return UCS_INPROGRESS;
+}
+
+void gdrpipe_shm_iface_complete_flushes(gdrpipe_shm_iface_t *iface)
+{
+    gdrpipe_shm_flush_t *f;
+
+    if (gp_xfer_outstanding(iface->xfer) != 0) {
+        return;
+    }
+    while (!ucs_queue_is_empty(&iface->flush_q)) {
+        f = ucs_queue_pull_elem_non_empty(&iface->flush_q, gdrpipe_shm_flush_t, queue);
+        uct_invoke_completion(f->comp, UCS_OK);
+        ucs_free(f);
+    }
+}
+
+static void gdrpipe_shm_iface_complete_flushes_all(gdrpipe_shm_iface_t *iface)
+{
+    gdrpipe_shm_flush_t *f;
+
+    while (!ucs_queue_is_empty(&iface->flush_q)) {
+        f = ucs_queue_pull_elem_non_empty(&iface->flush_q, gdrpipe_shm_flush_t, queue);
+        uct_invoke_completion(f->comp, UCS_ERR_CANCELED);
+        ucs_free(f);
+    }
 }
 
 static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker,
@@ -168,6 +220,30 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
         gp_shm_iface_close(self->core);
         return UCS_ERR_NO_MEMORY;
     }
+    ucs_queue_head_init(&self->flush_q);
+    self->xfer = NULL;
+    if (gp_cuda_available()) {
+        gp_xfer_config_t xcfg = {
+            .path              = config->path,
+            .thresh            = config->thresh,
+            .chunk_size        = config->chunk_size,
+            .depth             = config->depth,
+            .cache_max_regions = config->cache_max_regions,
+            .cache_max_bytes   = config->cache_max_bytes
+        };
+        if ((config->chunk_size < 65536) || (config->depth < 1) || (config->depth > 64)) {
+            ucs_error("gdrpipe: UCX_GDRPIPE_CHUNK_SIZE=%zu / UCX_GDRPIPE_PIPELINE_DEPTH=%u "
+                      "out of range (chunk >= 64k, depth 1..64)", config->chunk_size,
+                      config->depth);
+            ucs_free(self->scratch);
+            gp_shm_iface_close(self->core);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        self->xfer = gp_xfer_engine_create(self->core, &xcfg, err, sizeof(err));
+        if (self->xfer == NULL) {
+            ucs_warn("gdrpipe: GPU data paths unavailable: %s", err);
+        }
+    }
     if (!self->cma_ok) {
         ucs_diag("gdrpipe: cross-memory attach is not permitted here (ptrace "
                  "policy?): one-sided get/put of host memory is disabled");
@@ -181,6 +257,10 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
 {
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    if (self->xfer != NULL) {
+        gp_xfer_engine_destroy(self->xfer);
+    }
+    gdrpipe_shm_iface_complete_flushes_all(self);
     ucs_free(self->scratch);
     gp_shm_iface_close(self->core);
 }

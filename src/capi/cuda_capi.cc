@@ -58,6 +58,10 @@ int gp_cuda_mem_query(const void *ptr, gp_mem_info_t *info) {
     cu::MemInfo mi;
     CUresult r = cu::query(ptr, &mi);
     if (r != CUDA_SUCCESS) return -1;
+    if (mi.kind != cu::MemKind::host) {
+        // allocations not seen by the hooks (made before them) get it here
+        (void)cu::set_sync_memops(ptr);
+    }
     switch (mi.kind) {
     case cu::MemKind::device: info->kind = GP_MEM_DEVICE; break;
     case cu::MemKind::managed: info->kind = GP_MEM_MANAGED; break;

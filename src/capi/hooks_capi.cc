@@ -1,6 +1,7 @@
 // extern "C" face of the allocation/free interception, for the UCX glue.
 #include "gdrpipe/capi.h"
 #include "gdrpipe/cuda/driver.hpp"
+#include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/hooks/cuda_hooks.hpp"
 #include "gdrpipe/log.hpp"
 
@@ -31,6 +32,16 @@ int to_capi_kind(hk::MemKind k) {
 }
 
 void forward(const hk::Event &e, void *) {
+    // Like UCX's cuda_md: synchronous copies of the application (e.g. a
+    // cuMemcpyHtoD from pageable memory that fills a send buffer) must be
+    // complete when they return, or our copies on our own streams could
+    // read the buffer before the application's data landed.
+    if (e.type == hk::EventType::alloc &&
+        (e.kind == hk::MemKind::device || e.kind == hk::MemKind::pool ||
+         e.kind == hk::MemKind::managed) &&
+        gdrpipe::cuda::driver().available()) {
+        (void)gdrpipe::cuda::set_sync_memops(reinterpret_cast<const void *>(e.address));
+    }
     gp_mem_event_cb_t cb = g_cb.load(std::memory_order_acquire);
     if (cb != nullptr) {
         cb(g_cb_arg.load(std::memory_order_relaxed), e.type == hk::EventType::free,

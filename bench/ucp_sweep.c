@@ -1,0 +1,277 @@
+/* gdrpipe_ucp_sweep: UCP-level size sweep between two processes: tag
+ * ping-pong latency (one-way, us) and streaming bandwidth (MB/s) per size,
+ * with host or cuda buffers. One message per size is also verified.
+ *   gdrpipe_ucp_sweep [opts]              fork both sides from one launcher
+ *   gdrpipe_ucp_sweep -s [-p port] [opts] server (rank 0, prints the table)
+ *   gdrpipe_ucp_sweep -c HOST [-p port]   client (rank 1) */
+#include "common/devmem.h"
+#include "common/membuf.h"
+#include "common/ucpx.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef GP_VERSION
+#define GP_VERSION "unknown"
+#endif
+
+#define GP_OP_TIMEOUT 60.0
+
+typedef struct {
+    gp_mem_t mem;
+    int device;
+    size_t min_size, max_size;
+    int iters, iters_large, bw_iters, bw_iters_large, skip, skip_large, window;
+    int server, port;
+    const char *host;
+} sweep_opts_t;
+
+static void usage(const char *p)
+{
+    printf("Usage: %s [-s | -c HOST] [-p PORT] [-d host|cuda] [-G DEV]\n"
+           "          [-m [MIN:]MAX] [-i ITERS] [-x WARMUP] [-W WINDOW]\n"
+           "  no -s/-c: fork both processes here (socketpair rendezvous)\n"
+           "  -s        server: rank 0, waits on PORT (default 13337), prints\n"
+           "  -c HOST   client: rank 1, connects to HOST:PORT\n"
+           "  -d TYPE   buffers: host (default) or cuda\n"
+           "  -G DEV    CUDA device (default: rank %% device count)\n"
+           "  -m        sizes (default 1:4M, powers of two)\n"
+           "  -i N      latency iterations and bandwidth windows for every size\n"
+           "            (default 1000/100 latency, 100/20 bandwidth above 8 KiB)\n"
+           "  -x N      warm-up iterations (default 10)\n"
+           "  -W N      messages in flight for bandwidth (default 64)\n", p);
+}
+
+static int parse(int argc, char **argv, sweep_opts_t *o)
+{
+    int c;
+    *o = (sweep_opts_t){.mem = GP_MEM_HOST, .device = -1, .min_size = 1,
+                        .max_size = 1 << 22, .iters = 1000, .iters_large = 100,
+                        .bw_iters = 100, .bw_iters_large = 20,
+                        .skip = 10, .skip_large = 10, .window = 64, .port = 13337};
+    while ((c = getopt(argc, argv, "sc:p:d:G:m:i:x:W:h")) != -1) {
+        switch (c) {
+        case 's': o->server = 1; break;
+        case 'c': o->host = optarg; break;
+        case 'p': o->port = atoi(optarg); break;
+        case 'd': {
+            int t = gp_mem_parse(optarg);
+            if (t < 0) {
+                fprintf(stderr, "-d takes host or cuda\n");
+                return -1;
+            }
+            o->mem = (gp_mem_t)t;
+            break;
+        }
+        case 'G': o->device = atoi(optarg); break;
+        case 'm': {
+            char *colon = strchr(optarg, ':');
+            if (colon) {
+                *colon = '\0';
+                if ((*optarg && gp_parse_size(optarg, &o->min_size)) ||
+                    (colon[1] && gp_parse_size(colon + 1, &o->max_size))) {
+                    return -1;
+                }
+            } else if (gp_parse_size(optarg, &o->max_size)) {
+                return -1;
+            }
+            if (o->min_size > o->max_size || o->max_size > (1u << 30)) {
+                return -1;
+            }
+            break;
+        }
+        case 'i':
+            o->iters = o->iters_large = atoi(optarg);
+            o->bw_iters = o->bw_iters_large = o->iters;
+            break;
+        case 'x': o->skip = o->skip_large = atoi(optarg); break;
+        case 'W': o->window = atoi(optarg); break;
+        case 'h': usage(argv[0]); exit(0);
+        default: usage(argv[0]); return -1;
+        }
+    }
+    if (o->iters <= 0 || o->window <= 0 || o->skip < 0 || optind != argc ||
+        (o->server && o->host)) {
+        usage(argv[0]);
+        return -1;
+    }
+    return 0;
+}
+
+/* the rank-dependent part: runs in both processes */
+static int run_side(const sweep_opts_t *o, int rank, int fd)
+{
+    gp_ucp_t u;
+    const int peer = 1 - rank;
+    if (o->mem == GP_MEM_CUDA && gp_devmem_init(o->device, rank) != 0) {
+        return 1;
+    }
+    if (gp_ucp_open(&u) != 0 || gp_ucp_connect(&u, fd, 0) != 0) {
+        return 1;
+    }
+    void *sbuf = gp_mem_alloc(o->mem, o->max_size);
+    void *rbuf = gp_mem_alloc(o->mem, o->max_size);
+    ucs_status_ptr_t *reqs = calloc((size_t)o->window, sizeof(*reqs));
+    int failed = (sbuf == NULL || rbuf == NULL || reqs == NULL);
+    if (!failed) {
+        failed = gp_mem_set(o->mem, sbuf, 'a', o->max_size) != 0 ||
+                 gp_mem_set(o->mem, rbuf, 'b', o->max_size) != 0;
+    }
+    if (rank == 0 && !failed) {
+        printf("# gdrpipe UCP Sweep v%s\n", GP_VERSION);
+        printf("# Buffers on %s\n", o->mem == GP_MEM_CUDA ? "DEVICE (D)" : "HOST (H)");
+        const char *tls = getenv("UCX_TLS"), *proto = getenv("UCX_PROTO_ENABLE");
+        printf("# UCX_TLS=%s UCX_PROTO_ENABLE=%s\n", tls ? tls : "(unset)",
+               proto ? proto : "(unset)");
+        printf("%-*s%*s%*s%*s\n", 10, "# Size", 18, "Latency (us)", 18,
+               "Bandwidth (MB/s)", 8, "Check");
+        fflush(stdout);
+    }
+    for (size_t size = o->min_size; size <= o->max_size && !failed;
+         size = size ? size * 2 : 1) {
+        const int large = size > 8192;
+        const int iters = large ? o->iters_large : o->iters;
+        const int skip = large ? o->skip_large : o->skip;
+        const int bw_iters = large ? o->bw_iters_large : o->bw_iters;
+        const ucp_tag_t tag = size;
+        ucs_status_t st = UCS_OK;
+        double t0 = 0, lat = 0, bw = 0;
+
+        if (gp_fd_barrier(fd) != 0) {
+            failed = 1;
+            break;
+        }
+        /* ping-pong */
+        for (int i = 0; i < iters + skip && st == UCS_OK; ++i) {
+            if (i == skip) {
+                t0 = gp_now();
+            }
+            if (rank == 0) {
+                st = gp_ucp_send(&u, sbuf, size, tag, GP_OP_TIMEOUT);
+                if (st == UCS_OK) {
+                    st = gp_ucp_recv(&u, rbuf, size, tag, NULL, GP_OP_TIMEOUT);
+                }
+            } else {
+                st = gp_ucp_recv(&u, rbuf, size, tag, NULL, GP_OP_TIMEOUT);
+                if (st == UCS_OK) {
+                    st = gp_ucp_send(&u, sbuf, size, tag, GP_OP_TIMEOUT);
+                }
+            }
+        }
+        lat = (gp_now() - t0) * 1e6 / (2.0 * iters);
+        /* streaming: rank 0 sends windows, rank 1 acknowledges each */
+        for (int i = 0; i < bw_iters + skip && st == UCS_OK; ++i) {
+            if (i == skip) {
+                t0 = gp_now();
+            }
+            for (int j = 0; j < o->window; ++j) {
+                reqs[j] = rank == 0 ? gp_ucp_isend(&u, sbuf, size, tag)
+                                    : gp_ucp_irecv(&u, rbuf, size, tag, NULL);
+            }
+            for (int j = 0; j < o->window; ++j) {
+                ucs_status_t s = gp_ucp_wait(&u, reqs[j], rank != 0, NULL,
+                                             GP_OP_TIMEOUT);
+                if (s != UCS_OK && st == UCS_OK) {
+                    st = s;
+                }
+            }
+            if (st == UCS_OK) {
+                st = rank == 0 ? gp_ucp_recv(&u, rbuf, 4, tag + 1, NULL, GP_OP_TIMEOUT)
+                               : gp_ucp_send(&u, sbuf, 4, tag + 1, GP_OP_TIMEOUT);
+            }
+        }
+        bw = (double)size * bw_iters * o->window / 1e6 / (gp_now() - t0);
+        /* one verified message each way */
+        size_t got = 0;
+        long bad = 0;
+        for (int dir = 0; dir < 2 && st == UCS_OK; ++dir) {
+            uint32_t seed = gp_pattern_seed(size, (uint64_t)dir, dir);
+            if (rank == dir) {
+                if (gp_mem_fill(o->mem, sbuf, size, seed) != 0) {
+                    failed = 1;
+                }
+                st = gp_ucp_send(&u, sbuf, size, tag + 2, GP_OP_TIMEOUT);
+            } else {
+                gp_mem_diff_t d;
+                gp_mem_set(o->mem, rbuf, 0, size);
+                st = gp_ucp_recv(&u, rbuf, size, tag + 2, &got, GP_OP_TIMEOUT);
+                if (st == UCS_OK &&
+                    (got != size || gp_mem_verify(o->mem, rbuf, size, seed, &d) != 0 ||
+                     d.bad)) {
+                    ++bad;
+                }
+            }
+        }
+        long peer_bad = 0;
+        if (gp_fd_write(fd, &bad, sizeof(bad)) || gp_fd_read(fd, &peer_bad, sizeof(peer_bad))) {
+            failed = 1;
+        }
+        if (st != UCS_OK) {
+            fprintf(stderr, "rank %d: size %zu: %s\n", rank, size, ucs_status_string(st));
+            failed = 1;
+        } else if (bad + peer_bad) {
+            failed = 1;
+        }
+        if (rank == 0 && st == UCS_OK) {
+            printf("%-*zu%*.*f%*.*f%*s\n", 10, size, 18, 2, lat, 18, 2, bw, 8,
+                   bad + peer_bad ? "FAIL" : "ok");
+            fflush(stdout);
+        }
+    }
+    (void)peer;
+    gp_fd_barrier(fd);
+    gp_mem_free(o->mem, sbuf);
+    gp_mem_free(o->mem, rbuf);
+    free(reqs);
+    gp_ucp_close(&u, failed);
+    if (o->mem == GP_MEM_CUDA) {
+        gp_devmem_fini();
+    }
+    return failed;
+}
+
+int main(int argc, char **argv)
+{
+    sweep_opts_t o;
+    if (parse(argc, argv, &o) != 0) {
+        return 1;
+    }
+    if (o.server) {
+        int fd = gp_tcp_listen_accept(o.port);
+        return fd < 0 ? 1 : run_side(&o, 0, fd);
+    }
+    if (o.host) {
+        int fd = gp_tcp_connect(o.host, o.port, 30.0);
+        return fd < 0 ? 1 : run_side(&o, 1, fd);
+    }
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        perror("socketpair");
+        return 1;
+    }
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0) {
+        perror("fork");
+        return 1;
+    }
+    if (child == 0) {
+        close(sv[0]);
+        _exit(run_side(&o, 1, sv[1]));
+    }
+    close(sv[1]);
+    int rc = run_side(&o, 0, sv[0]);
+    close(sv[0]);
+    int wst = 0;
+    if (waitpid(child, &wst, 0) != child || !WIFEXITED(wst) || WEXITSTATUS(wst)) {
+        fprintf(stderr, "peer process failed (status 0x%x)\n", wst);
+        rc = 1;
+    }
+    return rc;
+}

@@ -1,0 +1,45 @@
+// Importer side: mappings of peers' GPU buffers (legacy IPC, VMM fd), kept in
+// a process-wide RegionCache. Space = the peer (pid + start time), address =
+// the peer's allocation base, tag = the rkey's BUFFER_ID: a peer buffer freed
+// and reallocated at the same address has a new BUFFER_ID, so the old mapping
+// is dropped (closed) and the new one opened -- never reused stale.
+#pragma once
+
+#include "gdrpipe/cache/region_cache.hpp"
+#include "gdrpipe/rkey.h"
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gdrpipe::pipeline {
+
+struct Import {
+    uint16_t kind = 0;        // GP_RKEY_CUDA_IPC / GP_RKEY_CUDA_VMM
+    int device = -1;          // local ordinal of the context that opened it
+    uintptr_t ptr = 0;        // mapping of the peer allocation's base
+    size_t size = 0;
+    unsigned long long vmm_handle = 0;
+    size_t vmm_reserved = 0;
+};
+
+// Address space of a peer process in the import cache (never 0).
+cache::SpaceId peer_space(pid_t pid, uint64_t start_time) noexcept;
+
+// Configures the bounds (first call wins); creates the cache.
+void import_cache_configure(size_t max_regions, size_t max_bytes);
+cache::RegionCache &import_cache();
+bool import_cache_exists() noexcept;
+
+// A mapping of the peer allocation described by `rkey` (kind IPC or VMM),
+// opened in device `local_device`'s context. The pointer for a remote address
+// a is payload->ptr + (a - rkey->base).
+cache::Result<cache::RegionRef> import_buffer(cache::SpaceId space, const gp_rkey_t &rkey,
+                                              int local_device);
+
+// Local device ordinal whose UUID is `uuid` (16 bytes), -1 if none.
+int device_by_uuid(const uint8_t *uuid);
+
+} // namespace gdrpipe::pipeline

@@ -1,0 +1,91 @@
+// Staging rings of the host-staged pipeline (docs/data-paths.md).
+//
+// A requester owns, per peer, one memfd-backed segment holding `nrings`
+// rings; each ring is a header plus `depth` slots of `chunk` bytes. The peer
+// (the owner of the remote buffer) maps the same segment through
+// /proc/<pid>/fd/<fd>. Both sides pin their mapping (cuMemHostRegister) once.
+//
+// Per transfer a ring is a single-producer / single-consumer pipe:
+//   producer: chunk i goes to slot i % depth once i - consumed < depth; when
+//             the copy into the slot completed, produced = i + 1 (release);
+//   consumer: chunk j is ready when produced > j (acquire); when the copy
+//             out of the slot completed, consumed = j + 1 (release).
+// Either side stores a nonzero `error` to abort; xfer_id names the transfer
+// the ring currently serves (written by the requester before it asks).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gdrpipe::pipeline {
+
+inline constexpr uint32_t kSegMagic = 0x67707367; // "gspg"
+inline constexpr uint32_t kSegVersion = 1;
+inline constexpr size_t kMinChunk = size_t{64} << 10;
+inline constexpr unsigned kMaxDepth = 64;
+inline constexpr unsigned kMaxRings = 64;
+
+struct SegHeader {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t seg_id;      // random; must match the control message
+    uint64_t size;        // bytes of the whole segment
+    uint64_t chunk;
+    uint64_t ring_stride; // bytes from one ring header to the next
+    uint32_t nrings;
+    uint32_t depth;
+    int32_t owner_pid;    // the requester that created it
+};
+
+struct RingHeader {
+    alignas(64) std::atomic<uint64_t> xfer_id;  // 0: idle
+    alignas(64) std::atomic<uint64_t> produced; // chunks ready in slots
+    alignas(64) std::atomic<uint64_t> consumed; // chunks drained
+    alignas(64) std::atomic<int32_t> error;     // nonzero: aborted
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+
+inline constexpr size_t kSegHeaderBytes = 4096;
+inline constexpr size_t kRingHeaderBytes = 4096;
+
+// A mapped staging segment (created here, or a peer's mapped here).
+class StagingSegment {
+public:
+    // New segment for `nrings` rings of `depth` x `chunk` (chunk: multiple of 64 KiB).
+    static std::unique_ptr<StagingSegment> create(unsigned nrings, unsigned depth,
+                                                  size_t chunk, std::string *err);
+    // Maps the segment of process `pid` (its fd `fd`), checking the header.
+    static std::unique_ptr<StagingSegment> attach(pid_t pid, int fd, uint64_t seg_id,
+                                                  uint64_t size, std::string *err);
+    ~StagingSegment();
+    StagingSegment(const StagingSegment &) = delete;
+    StagingSegment &operator=(const StagingSegment &) = delete;
+
+    const SegHeader &header() const noexcept { return *hdr_; }
+    int fd() const noexcept { return fd_; }
+    uint64_t seg_id() const noexcept { return hdr_->seg_id; }
+    size_t size() const noexcept { return size_; }
+    bool pinned() const noexcept { return pinned_; }
+    RingHeader *ring(unsigned i) const noexcept;
+    char *slot(unsigned ring, uint64_t chunk_index) const noexcept;
+
+private:
+    StagingSegment() = default;
+    void pin() noexcept;
+    int fd_ = -1;
+    void *map_ = nullptr;
+    size_t size_ = 0;
+    SegHeader *hdr_ = nullptr;
+    bool pinned_ = false;
+    int pin_device_ = -1;
+};
+
+// Bytes of a segment for this shape (0 when the shape is invalid).
+size_t segment_bytes(unsigned nrings, unsigned depth, size_t chunk) noexcept;
+
+} // namespace gdrpipe::pipeline

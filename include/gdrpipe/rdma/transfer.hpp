@@ -1,0 +1,130 @@
+// One-sided transfers over one RDMA connection (one endpoint pair).
+//
+// Direct path: RDMA WRITE (put) / READ (get) between registered user memory
+// and the peer's registered memory (GPUDirect RDMA for device memory).
+// Staged path: the source is copied chunk by chunk into local bounce slots by
+// the caller's async stage_out (a D2H copy in gdrpipe), each chunk is
+// RDMA-written into a receive slot of the peer with immediate data naming
+// (transfer, slot, chunk), the receiver runs the caller's stage_in (H2D) into
+// the destination and returns the slot credit with a SEND. Up to `slots`
+// chunks are in flight per direction, so D2H, wire and H2D overlap. Gets ask
+// the owner (a SEND) to stream the range back the same way.
+//
+// Path: direct when both sides have an MR for the range and len < threshold
+// (the caller's measured crossover), else staged; forcing direct where it is
+// impossible falls back to staged (counted), never fails.
+//
+// Threading: one thread drives progress() and start calls; the stage "done"
+// callbacks may run on any thread. Transfer callbacks run from progress(), in
+// start order. Protocol: docs/rdma.md.
+#pragma once
+#include <gdrpipe/rdma/connection.hpp>
+#include <gdrpipe/rdma/registration.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace gdrpipe::rdma {
+
+struct StageOps {
+    using Done = std::function<void(int status)>; // thread-safe, call exactly once
+    // Copy len bytes of local user memory `src` into the bounce slot `bounce`.
+    std::function<void(const void *src, void *bounce, std::size_t len, Done done)> stage_out;
+    // Copy len bytes of the bounce slot `bounce` into local user memory `dst`.
+    std::function<void(const void *bounce, void *dst, std::size_t len, Done done)> stage_in;
+};
+
+struct TransferConfig {
+    std::size_t direct_threshold = 64 * 1024; // direct if len < threshold (AUTO)
+    std::uint32_t slot_size = 1u << 20;       // receive slot = chunk size (mult. of 4096)
+    std::uint32_t slots = 4;                  // pipeline depth per direction (<= 32)
+    ConnectionConfig conn{};
+};
+
+enum class PathChoice { automatic, direct, staged };
+
+struct LocalBuffer {
+    void *ptr = nullptr;
+    std::size_t len = 0;
+    MemKind kind = MemKind::host;
+    std::uint64_t tag = 0;
+    cache::AddrRange bounds = cache::AddrRange::all();
+};
+
+// What an owner hands to a requester for a range it exposes.
+struct RemoteKey {
+    std::uint64_t addr = 0;
+    std::uint64_t len = 0;
+    std::uint32_t rkey = 0;   // 0: no MR, staged only
+    std::uint32_t key_id = 0; // owner-side exposure id (staged requests)
+    bool direct() const noexcept { return rkey != 0; }
+};
+inline constexpr std::size_t kRemoteKeySize = 24;
+std::vector<std::uint8_t> pack_remote_key(const RemoteKey &k);
+Expected<RemoteKey> unpack_remote_key(std::span<const std::uint8_t> blob);
+
+struct TransferStats {
+    std::uint64_t direct = 0;
+    std::uint64_t staged = 0;
+    std::uint64_t fallbacks = 0; // direct requested/expected, staged instead
+    std::uint64_t errors = 0;    // transfers completed with an error
+    std::uint64_t chunks_sent = 0;
+    std::uint64_t chunks_received = 0;
+    std::uint64_t nacks_sent = 0;
+};
+
+class TransferEngine {
+  public:
+    // status 0 or -errno: -ECONNRESET (connection failed), -EACCES (the peer
+    // refused the range), -EIO (stage step failed), -EINVAL.
+    using Callback = std::function<void(int status)>;
+
+    static Expected<std::unique_ptr<TransferEngine>>
+    create(Context &ctx, ProtectionDomain &pd, Registrar &reg, StageOps ops,
+           const TransferConfig &cfg, Connection::ErrorCallback on_error = {});
+    // Waits for stage steps still running (they touch the bounce slots).
+    ~TransferEngine();
+    TransferEngine(const TransferEngine &) = delete;
+    TransferEngine &operator=(const TransferEngine &) = delete;
+
+    std::vector<std::uint8_t> address() const;
+    // Parses the peer's blob (-EINVAL on garbage) and connects.
+    int connect(std::span<const std::uint8_t> peer_address);
+
+    // Owner side: makes [ptr, ptr+len) reachable by the peer.
+    Expected<RemoteKey> expose(const LocalBuffer &buf);
+    void unexpose(std::uint32_t key_id);
+    // Memory freed: drops registrations and exposures overlapping it.
+    std::size_t invalidate(const void *ptr, std::size_t len);
+
+    // put: local -> peer [remote_addr, +local.len); get: peer -> local.
+    // Returns 0 (started; cb runs later from progress()) or -errno (cb not run).
+    int put(const LocalBuffer &local, std::uint64_t remote_addr, const RemoteKey &key,
+            Callback cb, PathChoice path = PathChoice::automatic);
+    int get(const LocalBuffer &local, std::uint64_t remote_addr, const RemoteKey &key,
+            Callback cb, PathChoice path = PathChoice::automatic);
+
+    // Polls completions and stage events, advances the pipelines, runs the
+    // callbacks of finished transfers. Returns the number of events handled.
+    int progress();
+    // No own transfer and no transfer of the peer's being served in flight.
+    bool idle() const;
+    ConnState state() const noexcept;
+    std::uint32_t qp_num() const noexcept;
+    TransferStats stats() const noexcept { return stats_; }
+
+    struct Impl;
+
+  private:
+    TransferEngine() = default;
+    std::unique_ptr<Impl> impl_;
+    TransferStats stats_{};
+};
+
+} // namespace gdrpipe::rdma

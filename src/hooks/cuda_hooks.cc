@@ -1,0 +1,955 @@
+// CUDA driver allocation/free interception; see cuda_hooks.hpp for semantics.
+//
+// Layout: every hooked entry point belongs to a "group" (one driver prototype,
+// e.g. cuMemFree_v2). A group has kSlots hook functions (template instances);
+// each distinct entry address of that prototype (the dlsym'd export, the
+// _ptsz export, another address cuGetProcAddress hands out) gets one slot,
+// whose hook calls that entry's own trampoline from g_orig[group][slot].
+//
+// Static-initialization safety: install() may run from a constructor before
+// main, and hooks may run after static destructors (cudart frees at exit). So
+// g_orig is constinit, and all other state lives in a heap object created on
+// first use and never destroyed.
+#include "gdrpipe/hooks/cuda_hooks.hpp"
+
+#include "gdrpipe/hooks/patcher.hpp"
+#include "gdrpipe/log.hpp"
+#include "proc_maps.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cuda.h>
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unordered_map>
+
+namespace gdrpipe::hooks {
+namespace {
+
+typedef unsigned int CUdeviceptr_v1_t; // legacy 32-bit device pointer of the unversioned exports
+
+enum Group : int {
+    kAllocV2, kAllocV1, kPitchV2, kPitchV1, kManaged, kFreeV2, kFreeV1,
+    kAllocHostV2, kAllocHostV1, kHostAlloc, kFreeHost, kHostRegV2, kHostRegV1, kHostUnreg,
+    kAllocAsync, kFreeAsync, kAllocPool, kPoolTrim, kPoolDestroy,
+    kMap, kUnmap, kRelease, kAddrFree,
+    kGroups
+};
+constexpr int kSlots = 4;
+constexpr int kMaxListeners = 16;
+
+constinit std::atomic<void *> g_orig[kGroups][kSlots]{};
+constinit std::atomic<bool> g_active{false};
+constinit thread_local int t_depth = 0; // hook nesting on this thread
+
+template <class F>
+F orig(int g, int s) noexcept
+{
+    return reinterpret_cast<F>(g_orig[g][s].load(std::memory_order_acquire));
+}
+
+struct Block {
+    size_t length;
+    MemKind kind;
+    int device;
+    uintptr_t owner; // pool (0: the device's current pool) or VMM allocation handle
+};
+
+struct PatchedEntry {
+    std::string name;
+    int group;
+    int slot;
+    Patch patch;
+};
+
+struct State {
+    std::mutex install_mu;
+    bool installed = false;
+    Report report;
+    std::vector<PatchedEntry> entries;
+    std::unordered_map<void *, void *> trampoline_of; // entry -> trampoline
+    int used_slots[kGroups] = {};
+
+    // driver functions used by the hooks (never hooked themselves)
+    std::atomic<void *> get_range{nullptr};   // cuMemGetAddressRange_v2
+    std::atomic<void *> ptr_attr{nullptr};    // cuPointerGetAttribute
+    std::atomic<void *> ctx_device{nullptr};  // cuCtxGetDevice
+    std::atomic<void *> alloc_props{nullptr}; // cuMemGetAllocationPropertiesFromHandle
+
+    std::mutex table_mu;
+    std::map<uintptr_t, Block> live;
+    std::map<uintptr_t, Block> pool_freed;
+
+    pthread_rwlock_t listeners_lock = PTHREAD_RWLOCK_INITIALIZER;
+    std::mutex listeners_write_mu;
+    struct Slot {
+        std::atomic<Listener> fn{nullptr};
+        std::atomic<void *> arg{nullptr};
+    } listeners[kMaxListeners];
+    std::atomic<int> nlisteners{0};
+    std::atomic<uint64_t> suppressed{0};
+};
+
+State &state()
+{
+    static State *s = new State(); // never destroyed: hooks may run during exit
+    return *s;
+}
+
+struct DepthGuard {
+    DepthGuard() noexcept { ++t_depth; }
+    ~DepthGuard() { --t_depth; }
+    DepthGuard(const DepthGuard &) = delete;
+    DepthGuard &operator=(const DepthGuard &) = delete;
+};
+
+bool have_listeners(State &s) noexcept
+{
+    return s.nlisteners.load(std::memory_order_acquire) > 0;
+}
+
+void dispatch(State &s, const Event &e) noexcept
+{
+    if (!have_listeners(s)) {
+        return;
+    }
+    if (t_depth > 1) { // caused by a listener (or by the driver calling itself)
+        s.suppressed.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    pthread_rwlock_rdlock(&s.listeners_lock);
+    for (auto &l : s.listeners) {
+        Listener fn = l.fn.load(std::memory_order_acquire);
+        if (fn != nullptr) {
+            try {
+                fn(e, l.arg.load(std::memory_order_relaxed));
+            } catch (...) {
+                GP_ERROR("hooks: a listener threw an exception (ignored)");
+            }
+        }
+    }
+    pthread_rwlock_unlock(&s.listeners_lock);
+}
+
+int current_device(State &s) noexcept
+{
+    auto f = reinterpret_cast<CUresult (*)(CUdevice *)>(s.ctx_device.load(std::memory_order_relaxed));
+    CUdevice d = -1;
+    if (f != nullptr && f(&d) == CUDA_SUCCESS) {
+        return static_cast<int>(d);
+    }
+    return -1;
+}
+
+size_t query_length(State &s, uintptr_t addr) noexcept
+{
+    auto f = reinterpret_cast<CUresult (*)(CUdeviceptr *, size_t *, CUdeviceptr)>(
+        s.get_range.load(std::memory_order_relaxed));
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (f != nullptr && f(&base, &size, static_cast<CUdeviceptr>(addr)) == CUDA_SUCCESS &&
+        base <= addr && addr < base + size) {
+        return static_cast<size_t>(base + size - addr);
+    }
+    return 0;
+}
+
+// ---- table + dispatch helpers -------------------------------------------
+
+void after_alloc(uintptr_t addr, size_t len, MemKind kind, int device, uintptr_t owner,
+                 const char *src) noexcept
+{
+    if (addr == 0) {
+        return;
+    }
+    State &s = state();
+    try {
+        std::lock_guard<std::mutex> g(s.table_mu);
+        if (kind == MemKind::pool && !s.pool_freed.empty()) {
+            // a freed block whose memory is handed out again is no longer "freed"
+            auto it = s.pool_freed.lower_bound(addr);
+            if (it != s.pool_freed.begin()) {
+                auto p = std::prev(it);
+                if (p->first + p->second.length > addr) {
+                    it = p;
+                }
+            }
+            while (it != s.pool_freed.end() && it->first < addr + len) {
+                it = s.pool_freed.erase(it);
+            }
+        }
+        s.live[addr] = Block{len, kind, device, owner};
+    } catch (...) {
+        GP_WARN("hooks: out of memory recording an allocation");
+    }
+    dispatch(s, Event{EventType::alloc, addr, len, kind, device, src});
+}
+
+// A block is being freed: forget it (pool blocks move to pool_freed when
+// `to_pool_freed`) and tell the listeners, before the driver frees it.
+void before_free(uintptr_t addr, MemKind hint, const char *src, bool to_pool_freed = false) noexcept
+{
+    if (addr == 0) {
+        return;
+    }
+    State &s = state();
+    Event e{EventType::free, addr, 0, hint, -1, src};
+    bool found = false;
+    {
+        std::lock_guard<std::mutex> g(s.table_mu);
+        auto it = s.live.find(addr);
+        if (it != s.live.end()) {
+            found = true;
+            e.length = it->second.length;
+            e.kind = it->second.kind;
+            e.device = it->second.device;
+            if (to_pool_freed && it->second.kind == MemKind::pool) {
+                try {
+                    s.pool_freed[addr] = it->second;
+                } catch (...) {
+                }
+            }
+            s.live.erase(it);
+        }
+    }
+    if (!have_listeners(s)) {
+        return;
+    }
+    if (!found) {
+        e.length = query_length(s, addr);
+    }
+    dispatch(s, e);
+}
+
+// Frees of a range [addr, addr+len): every recorded block starting inside it is forgotten.
+void before_free_range(uintptr_t addr, size_t len, MemKind kind, const char *src) noexcept
+{
+    State &s = state();
+    Event e{EventType::free, addr, len, kind, -1, src};
+    {
+        std::lock_guard<std::mutex> g(s.table_mu);
+        auto it = s.live.lower_bound(addr);
+        while (it != s.live.end() && it->first < addr + len) {
+            if (e.device < 0) {
+                e.device = it->second.device;
+            }
+            it = s.live.erase(it);
+        }
+    }
+    dispatch(s, e);
+}
+
+// Every live block of VMM handle `owner` (cuMemRelease) or every freed block of
+// pool `owner` or of an unknown pool (trim/destroy).
+void before_free_owned(bool pool, uintptr_t owner, const char *src) noexcept
+{
+    State &s = state();
+    std::vector<std::pair<uintptr_t, Block>> gone;
+    {
+        std::lock_guard<std::mutex> g(s.table_mu);
+        auto &m = pool ? s.pool_freed : s.live;
+        for (auto it = m.begin(); it != m.end();) {
+            const bool match = pool ? (it->second.owner == owner || it->second.owner == 0)
+                                    : (it->second.kind == MemKind::vmm && it->second.owner == owner);
+            if (match) {
+                try {
+                    gone.emplace_back(*it);
+                } catch (...) {
+                }
+                it = m.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (const auto &[a, b] : gone) {
+        dispatch(s, Event{EventType::free, a, b.length, b.kind, b.device, src});
+    }
+}
+
+int vmm_device(State &s, CUmemGenericAllocationHandle h, CUdeviceptr mapped) noexcept
+{
+    auto f = reinterpret_cast<CUresult (*)(CUmemAllocationProp *, CUmemGenericAllocationHandle)>(
+        s.alloc_props.load(std::memory_order_relaxed));
+    CUmemAllocationProp prop{};
+    if (f != nullptr && f(&prop, h) == CUDA_SUCCESS && prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        return prop.location.id;
+    }
+    // no cuMemGetAllocationPropertiesFromHandle: ask about the mapped address
+    auto attr = reinterpret_cast<CUresult (*)(void *, CUpointer_attribute, CUdeviceptr)>(
+        s.ptr_attr.load(std::memory_order_relaxed));
+    int dev = -1;
+    if (f == nullptr && attr != nullptr &&
+        attr(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, mapped) == CUDA_SUCCESS) {
+        return dev;
+    }
+    return -1;
+}
+
+// ---- the hooks -------------------------------------------------------------
+
+#define GP_ORIG(G, S, HOOK) orig<decltype(&HOOK<0>)>(G, S)
+
+template <int S>
+CUresult hk_alloc_v2(CUdeviceptr *dptr, size_t n)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kAllocV2, S, hk_alloc_v2)(dptr, n);
+    if (r == CUDA_SUCCESS && dptr != nullptr) {
+        after_alloc(*dptr, n, MemKind::device, current_device(state()), 0, "cuMemAlloc_v2");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_alloc_v1(CUdeviceptr_v1_t *dptr, unsigned int n)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kAllocV1, S, hk_alloc_v1)(dptr, n);
+    if (r == CUDA_SUCCESS && dptr != nullptr) {
+        after_alloc(*dptr, n, MemKind::device, current_device(state()), 0, "cuMemAlloc");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_pitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned int elem)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kPitchV2, S, hk_pitch_v2)(dptr, pitch, w, h, elem);
+    if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr) {
+        after_alloc(*dptr, *pitch * h, MemKind::device, current_device(state()), 0,
+                    "cuMemAllocPitch_v2");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_pitch_v1(CUdeviceptr_v1_t *dptr, unsigned int *pitch, unsigned int w, unsigned int h,
+                     unsigned int elem)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kPitchV1, S, hk_pitch_v1)(dptr, pitch, w, h, elem);
+    if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr) {
+        after_alloc(*dptr, size_t{*pitch} * h, MemKind::device, current_device(state()), 0,
+                    "cuMemAllocPitch");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_managed(CUdeviceptr *dptr, size_t n, unsigned int flags)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kManaged, S, hk_managed)(dptr, n, flags);
+    if (r == CUDA_SUCCESS && dptr != nullptr) {
+        after_alloc(*dptr, n, MemKind::managed, -1, 0, "cuMemAllocManaged");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_free_v2(CUdeviceptr p)
+{
+    DepthGuard d;
+    before_free(p, MemKind::device, "cuMemFree_v2");
+    return GP_ORIG(kFreeV2, S, hk_free_v2)(p);
+}
+template <int S>
+CUresult hk_free_v1(CUdeviceptr_v1_t p)
+{
+    DepthGuard d;
+    before_free(p, MemKind::device, "cuMemFree");
+    return GP_ORIG(kFreeV1, S, hk_free_v1)(p);
+}
+template <int S>
+CUresult hk_alloc_host_v2(void **pp, size_t n)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kAllocHostV2, S, hk_alloc_host_v2)(pp, n);
+    if (r == CUDA_SUCCESS && pp != nullptr) {
+        after_alloc(reinterpret_cast<uintptr_t>(*pp), n, MemKind::host_pinned, -1, 0,
+                    "cuMemAllocHost_v2");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_alloc_host_v1(void **pp, unsigned int n)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kAllocHostV1, S, hk_alloc_host_v1)(pp, n);
+    if (r == CUDA_SUCCESS && pp != nullptr) {
+        after_alloc(reinterpret_cast<uintptr_t>(*pp), n, MemKind::host_pinned, -1, 0,
+                    "cuMemAllocHost");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_host_alloc(void **pp, size_t n, unsigned int flags)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kHostAlloc, S, hk_host_alloc)(pp, n, flags);
+    if (r == CUDA_SUCCESS && pp != nullptr) {
+        after_alloc(reinterpret_cast<uintptr_t>(*pp), n, MemKind::host_pinned, -1, 0,
+                    "cuMemHostAlloc");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_free_host(void *p)
+{
+    DepthGuard d;
+    before_free(reinterpret_cast<uintptr_t>(p), MemKind::host_pinned, "cuMemFreeHost");
+    return GP_ORIG(kFreeHost, S, hk_free_host)(p);
+}
+template <int S>
+CUresult hk_host_reg_v2(void *p, size_t n, unsigned int flags)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kHostRegV2, S, hk_host_reg_v2)(p, n, flags);
+    if (r == CUDA_SUCCESS) {
+        after_alloc(reinterpret_cast<uintptr_t>(p), n, MemKind::host_pinned, -1, 0,
+                    "cuMemHostRegister_v2");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_host_reg_v1(void *p, size_t n, unsigned int flags)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kHostRegV1, S, hk_host_reg_v1)(p, n, flags);
+    if (r == CUDA_SUCCESS) {
+        after_alloc(reinterpret_cast<uintptr_t>(p), n, MemKind::host_pinned, -1, 0,
+                    "cuMemHostRegister");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_host_unreg(void *p)
+{
+    DepthGuard d;
+    before_free(reinterpret_cast<uintptr_t>(p), MemKind::host_pinned, "cuMemHostUnregister");
+    return GP_ORIG(kHostUnreg, S, hk_host_unreg)(p);
+}
+template <int S>
+CUresult hk_alloc_async(CUdeviceptr *dptr, size_t n, CUstream st)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kAllocAsync, S, hk_alloc_async)(dptr, n, st);
+    if (r == CUDA_SUCCESS && dptr != nullptr) {
+        after_alloc(*dptr, n, MemKind::pool, current_device(state()), 0, "cuMemAllocAsync");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_free_async(CUdeviceptr p, CUstream st)
+{
+    DepthGuard d;
+    before_free(p, MemKind::pool, "cuMemFreeAsync", true);
+    return GP_ORIG(kFreeAsync, S, hk_free_async)(p, st);
+}
+template <int S>
+CUresult hk_alloc_pool(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream st)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kAllocPool, S, hk_alloc_pool)(dptr, n, pool, st);
+    if (r == CUDA_SUCCESS && dptr != nullptr) {
+        after_alloc(*dptr, n, MemKind::pool, current_device(state()),
+                    reinterpret_cast<uintptr_t>(pool), "cuMemAllocFromPoolAsync");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_pool_trim(CUmemoryPool pool, size_t keep)
+{
+    DepthGuard d;
+    before_free_owned(true, reinterpret_cast<uintptr_t>(pool), "cuMemPoolTrimTo");
+    return GP_ORIG(kPoolTrim, S, hk_pool_trim)(pool, keep);
+}
+template <int S>
+CUresult hk_pool_destroy(CUmemoryPool pool)
+{
+    DepthGuard d;
+    before_free_owned(true, reinterpret_cast<uintptr_t>(pool), "cuMemPoolDestroy");
+    return GP_ORIG(kPoolDestroy, S, hk_pool_destroy)(pool);
+}
+template <int S>
+CUresult hk_map(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h,
+                unsigned long long flags)
+{
+    DepthGuard d;
+    CUresult r = GP_ORIG(kMap, S, hk_map)(p, n, off, h, flags);
+    if (r == CUDA_SUCCESS) {
+        after_alloc(p, n, MemKind::vmm, vmm_device(state(), h, p), static_cast<uintptr_t>(h), "cuMemMap");
+    }
+    return r;
+}
+template <int S>
+CUresult hk_unmap(CUdeviceptr p, size_t n)
+{
+    DepthGuard d;
+    before_free_range(p, n, MemKind::vmm, "cuMemUnmap");
+    return GP_ORIG(kUnmap, S, hk_unmap)(p, n);
+}
+template <int S>
+CUresult hk_release(CUmemGenericAllocationHandle h)
+{
+    DepthGuard d;
+    before_free_owned(false, static_cast<uintptr_t>(h), "cuMemRelease");
+    return GP_ORIG(kRelease, S, hk_release)(h);
+}
+template <int S>
+CUresult hk_addr_free(CUdeviceptr p, size_t n)
+{
+    DepthGuard d;
+    before_free_range(p, n, MemKind::vmm, "cuMemAddressFree");
+    return GP_ORIG(kAddrFree, S, hk_addr_free)(p, n);
+}
+
+#define GP_SLOTS(fn)                                                                             \
+    {                                                                                            \
+        reinterpret_cast<void *>(&fn<0>), reinterpret_cast<void *>(&fn<1>),                      \
+            reinterpret_cast<void *>(&fn<2>), reinterpret_cast<void *>(&fn<3>)                   \
+    }
+
+enum OptionClass : uint8_t { kOptFree, kOptAlloc, kOptHostFree, kOptHostAlloc, kOptAsyncFree,
+                             kOptAsyncAlloc, kOptVmmFree, kOptVmmAlloc };
+
+struct GroupDesc {
+    const char *names[2]; // exports looked up with dlsym
+    const char *gpa_name; // base name for cuGetProcAddress (null: none)
+    OptionClass opt;
+    void *hooks[kSlots];
+};
+
+const GroupDesc *groups()
+{
+    static const GroupDesc g[kGroups] = {
+        {{"cuMemAlloc_v2", nullptr}, "cuMemAlloc", kOptAlloc, GP_SLOTS(hk_alloc_v2)},
+        {{"cuMemAlloc", nullptr}, nullptr, kOptAlloc, GP_SLOTS(hk_alloc_v1)},
+        {{"cuMemAllocPitch_v2", nullptr}, "cuMemAllocPitch", kOptAlloc, GP_SLOTS(hk_pitch_v2)},
+        {{"cuMemAllocPitch", nullptr}, nullptr, kOptAlloc, GP_SLOTS(hk_pitch_v1)},
+        {{"cuMemAllocManaged", nullptr}, "cuMemAllocManaged", kOptAlloc, GP_SLOTS(hk_managed)},
+        {{"cuMemFree_v2", nullptr}, "cuMemFree", kOptFree, GP_SLOTS(hk_free_v2)},
+        {{"cuMemFree", nullptr}, nullptr, kOptFree, GP_SLOTS(hk_free_v1)},
+        {{"cuMemAllocHost_v2", nullptr}, "cuMemAllocHost", kOptHostAlloc, GP_SLOTS(hk_alloc_host_v2)},
+        {{"cuMemAllocHost", nullptr}, nullptr, kOptHostAlloc, GP_SLOTS(hk_alloc_host_v1)},
+        {{"cuMemHostAlloc", nullptr}, "cuMemHostAlloc", kOptHostAlloc, GP_SLOTS(hk_host_alloc)},
+        {{"cuMemFreeHost", nullptr}, "cuMemFreeHost", kOptHostFree, GP_SLOTS(hk_free_host)},
+        {{"cuMemHostRegister_v2", nullptr}, "cuMemHostRegister", kOptHostAlloc, GP_SLOTS(hk_host_reg_v2)},
+        {{"cuMemHostRegister", nullptr}, nullptr, kOptHostAlloc, GP_SLOTS(hk_host_reg_v1)},
+        {{"cuMemHostUnregister", nullptr}, "cuMemHostUnregister", kOptHostFree, GP_SLOTS(hk_host_unreg)},
+        {{"cuMemAllocAsync", "cuMemAllocAsync_ptsz"}, "cuMemAllocAsync", kOptAsyncAlloc,
+         GP_SLOTS(hk_alloc_async)},
+        {{"cuMemFreeAsync", "cuMemFreeAsync_ptsz"}, "cuMemFreeAsync", kOptAsyncFree,
+         GP_SLOTS(hk_free_async)},
+        {{"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz"}, "cuMemAllocFromPoolAsync",
+         kOptAsyncAlloc, GP_SLOTS(hk_alloc_pool)},
+        {{"cuMemPoolTrimTo", nullptr}, "cuMemPoolTrimTo", kOptAsyncFree, GP_SLOTS(hk_pool_trim)},
+        {{"cuMemPoolDestroy", nullptr}, "cuMemPoolDestroy", kOptAsyncFree, GP_SLOTS(hk_pool_destroy)},
+        {{"cuMemMap", nullptr}, "cuMemMap", kOptVmmAlloc, GP_SLOTS(hk_map)},
+        {{"cuMemUnmap", nullptr}, "cuMemUnmap", kOptVmmFree, GP_SLOTS(hk_unmap)},
+        {{"cuMemRelease", nullptr}, "cuMemRelease", kOptVmmFree, GP_SLOTS(hk_release)},
+        {{"cuMemAddressFree", nullptr}, "cuMemAddressFree", kOptVmmFree, GP_SLOTS(hk_addr_free)},
+    };
+    return g;
+}
+
+bool wanted(OptionClass c, const Options &o)
+{
+    switch (c) {
+    case kOptFree: return true;
+    case kOptAlloc: return o.hook_allocs;
+    case kOptHostFree: return o.hook_host;
+    case kOptHostAlloc: return o.hook_host && o.hook_allocs;
+    case kOptAsyncFree: return o.hook_async;
+    case kOptAsyncAlloc: return o.hook_async && o.hook_allocs;
+    case kOptVmmFree: return o.hook_vmm;
+    case kOptVmmAlloc: return o.hook_vmm && o.hook_allocs;
+    }
+    return false;
+}
+
+void add_symbol(Report &r, std::string name, SymbolStatus st, void *addr, std::string reason)
+{
+    switch (st) {
+    case SymbolStatus::patched: ++r.patched; break;
+    case SymbolStatus::not_found: ++r.not_found; break;
+    case SymbolStatus::failed: ++r.failed; break;
+    case SymbolStatus::alias: break;
+    }
+    r.symbols.push_back(SymbolReport{std::move(name), st, addr, std::move(reason)});
+}
+
+void patch_entry(State &s, Report &rep, int g, const std::string &name, void *addr)
+{
+    if (auto it = s.trampoline_of.find(addr); it != s.trampoline_of.end()) {
+        for (const auto &e : s.entries) {
+            if (e.patch.target == addr) {
+                add_symbol(rep, name, SymbolStatus::alias, addr, "same entry as " + e.name);
+                return;
+            }
+        }
+    }
+    if (s.used_slots[g] >= kSlots) {
+        add_symbol(rep, name, SymbolStatus::failed, addr, "no hook slot left for this prototype");
+        return;
+    }
+    const int slot = s.used_slots[g];
+    Patch p;
+    std::string err;
+    if (!prepare_patch(addr, groups()[g].hooks[slot], p, err)) {
+        add_symbol(rep, name, SymbolStatus::failed, addr, err);
+        return;
+    }
+    g_orig[g][slot].store(p.trampoline, std::memory_order_release);
+    if (!apply_patch(p, err)) {
+        add_symbol(rep, name, SymbolStatus::failed, addr, err);
+        return;
+    }
+    ++s.used_slots[g];
+    s.trampoline_of[addr] = p.trampoline;
+    s.entries.push_back(PatchedEntry{name, g, slot, p});
+    add_symbol(rep, name, SymbolStatus::patched, addr, {});
+}
+
+using GetProcAddressV2 = CUresult (*)(const char *, void **, int, cuuint64_t,
+                                      CUdriverProcAddressQueryResult *);
+using GetProcAddressV1 = CUresult (*)(const char *, void **, int, cuuint64_t);
+
+} // namespace
+
+// ---- public API -----------------------------------------------------------------
+
+const char *to_string(EventType t) noexcept
+{
+    return t == EventType::alloc ? "alloc" : "free";
+}
+
+const char *to_string(MemKind k) noexcept
+{
+    switch (k) {
+    case MemKind::device: return "device";
+    case MemKind::managed: return "managed";
+    case MemKind::host_pinned: return "host_pinned";
+    case MemKind::vmm: return "vmm";
+    case MemKind::pool: return "pool";
+    }
+    return "?";
+}
+
+const char *to_string(SymbolStatus s) noexcept
+{
+    switch (s) {
+    case SymbolStatus::patched: return "patched";
+    case SymbolStatus::not_found: return "not found";
+    case SymbolStatus::failed: return "FAILED";
+    case SymbolStatus::alias: return "alias";
+    }
+    return "?";
+}
+
+bool Report::complete() const noexcept
+{
+    if (!error.empty() || failed != 0) {
+        return false;
+    }
+    for (const auto &s : symbols) {
+        if (s.name == "cuMemFree_v2" && s.status == SymbolStatus::patched) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string Report::summary() const
+{
+    std::string out;
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%d patched, %d not found, %d failed%s", patched, not_found,
+                  failed, complete() ? "" : " (INCOMPLETE)");
+    out = buf;
+    if (!error.empty()) {
+        out += ": " + error;
+    }
+    out += '\n';
+    for (const auto &s : symbols) {
+        std::snprintf(buf, sizeof(buf), "%p", s.address);
+        out += "  " + s.name + ": " + to_string(s.status) + " " + buf;
+        if (!s.reason.empty()) {
+            out += " (" + s.reason + ")";
+        }
+        out += '\n';
+    }
+    return out;
+}
+
+Report install(void *h, const Options &opts)
+{
+    State &s = state();
+    std::lock_guard<std::mutex> g(s.install_mu);
+    if (s.installed) {
+        Report r = s.report;
+        r.already_installed = true;
+        return r;
+    }
+    if (!s.entries.empty()) { // after uninstall(): re-apply the same patches
+        for (auto &e : s.entries) {
+            std::string err;
+            if (!apply_patch(e.patch, err)) {
+                GP_ERROR("hooks: re-applying %s failed: %s", e.name.c_str(), err.c_str());
+                s.report.error = "re-applying " + e.name + " failed: " + err;
+            }
+        }
+        s.installed = true;
+        g_active.store(s.report.complete(), std::memory_order_release);
+        return s.report;
+    }
+    Report rep;
+    if (h == nullptr) {
+        rep.error = "null libcuda handle";
+        return rep;
+    }
+    s.get_range.store(dlsym(h, "cuMemGetAddressRange_v2"));
+    s.ptr_attr.store(dlsym(h, "cuPointerGetAttribute"));
+    s.ctx_device.store(dlsym(h, "cuCtxGetDevice"));
+    s.alloc_props.store(dlsym(h, "cuMemGetAllocationPropertiesFromHandle"));
+
+    const GroupDesc *gd = groups();
+    for (int gi = 0; gi < kGroups; ++gi) {
+        if (!wanted(gd[gi].opt, opts)) {
+            continue;
+        }
+        for (const char *name : gd[gi].names) {
+            if (name == nullptr) {
+                continue;
+            }
+            void *a = dlsym(h, name);
+            if (a == nullptr) {
+                add_symbol(rep, name, SymbolStatus::not_found, nullptr, {});
+                continue;
+            }
+            patch_entry(s, rep, gi, name, a);
+        }
+    }
+    if (opts.use_get_proc_address) {
+        auto gpa2 = reinterpret_cast<GetProcAddressV2>(dlsym(h, "cuGetProcAddress_v2"));
+        auto gpa1 = reinterpret_cast<GetProcAddressV1>(dlsym(h, "cuGetProcAddress"));
+        if (gpa2 == nullptr && gpa1 == nullptr) {
+            add_symbol(rep, "cuGetProcAddress", SymbolStatus::not_found, nullptr,
+                       "entry points handed out by cuGetProcAddress cannot be cross-checked");
+        }
+        const cuuint64_t flag_set[] = {CU_GET_PROC_ADDRESS_DEFAULT, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                                       CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM};
+        for (int gi = 0; gi < kGroups && (gpa2 || gpa1); ++gi) {
+            if (gd[gi].gpa_name == nullptr || !wanted(gd[gi].opt, opts)) {
+                continue;
+            }
+            for (cuuint64_t fl : flag_set) {
+                void *a = nullptr;
+                CUresult r;
+                if (gpa2 != nullptr) {
+                    CUdriverProcAddressQueryResult st{};
+                    r = gpa2(gd[gi].gpa_name, &a, 12000, fl, &st);
+                } else {
+                    r = gpa1(gd[gi].gpa_name, &a, 12000, fl);
+                }
+                if (r != CUDA_SUCCESS || a == nullptr || s.trampoline_of.count(a) != 0) {
+                    continue; // not provided, or an entry already patched
+                }
+                char name[96];
+                std::snprintf(name, sizeof(name), "cuGetProcAddress(%s,flags=%llu)", gd[gi].gpa_name,
+                              static_cast<unsigned long long>(fl));
+                patch_entry(s, rep, gi, name, a);
+            }
+        }
+    }
+    s.report = rep;
+    s.installed = true;
+    g_active.store(rep.complete(), std::memory_order_release);
+    if (rep.complete()) {
+        GP_INFO("hooks: CUDA allocation hooks installed: %d entry points patched", rep.patched);
+    } else {
+        GP_WARN("hooks: CUDA allocation hooks incomplete: %s", rep.summary().c_str());
+    }
+    return rep;
+}
+
+void uninstall()
+{
+    State &s = state();
+    std::lock_guard<std::mutex> g(s.install_mu);
+    g_active.store(false, std::memory_order_release);
+    for (auto &e : s.entries) {
+        std::string err;
+        if (!unpatch_function(e.patch, err)) {
+            GP_ERROR("hooks: cannot unpatch %s: %s", e.name.c_str(), err.c_str());
+        }
+    }
+    s.installed = false;
+}
+
+bool active() noexcept
+{
+    return g_active.load(std::memory_order_acquire);
+}
+
+bool add_listener(Listener fn, void *arg)
+{
+    if (fn == nullptr) {
+        return false;
+    }
+    State &s = state();
+    std::lock_guard<std::mutex> g(s.listeners_write_mu);
+    for (auto &l : s.listeners) {
+        if (l.fn.load(std::memory_order_relaxed) == nullptr) {
+            l.arg.store(arg, std::memory_order_relaxed);
+            l.fn.store(fn, std::memory_order_release);
+            s.nlisteners.fetch_add(1, std::memory_order_acq_rel);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool remove_listener(Listener fn, void *arg)
+{
+    State &s = state();
+    bool found = false;
+    {
+        // listeners_write_mu is never held while waiting for the rwlock, so
+        // this is safe from inside a callback too
+        std::lock_guard<std::mutex> g(s.listeners_write_mu);
+        for (auto &l : s.listeners) {
+            if (l.fn.load(std::memory_order_relaxed) == fn &&
+                l.arg.load(std::memory_order_relaxed) == arg) {
+                l.fn.store(nullptr, std::memory_order_release);
+                s.nlisteners.fetch_sub(1, std::memory_order_acq_rel);
+                found = true;
+                break;
+            }
+        }
+    }
+    if (found && t_depth == 0) {
+        // wait until every dispatch that may have seen the listener is over
+        // (inside a callback this thread holds the read lock: skip)
+        pthread_rwlock_wrlock(&s.listeners_lock);
+        pthread_rwlock_unlock(&s.listeners_lock);
+    }
+    return found;
+}
+
+uint64_t suppressed_events() noexcept
+{
+    return state().suppressed.load(std::memory_order_relaxed);
+}
+
+void for_each_live_allocation(AllocationCallback cb, void *arg)
+{
+    State &s = state();
+    std::vector<std::pair<uintptr_t, Block>> copy;
+    {
+        std::lock_guard<std::mutex> g(s.table_mu);
+        copy.assign(s.live.begin(), s.live.end());
+    }
+    for (const auto &[a, b] : copy) {
+        cb(a, b.length, b.kind, b.device, arg);
+    }
+}
+
+int scan_preexisting(AllocationCallback cb, void *arg, const ScanOptions &opts)
+{
+    State &s = state();
+    auto attr = reinterpret_cast<CUresult (*)(void *, CUpointer_attribute, CUdeviceptr)>(
+        s.ptr_attr.load(std::memory_order_relaxed));
+    if (attr == nullptr) {
+        return -1;
+    }
+    std::vector<detail::MapEntry> maps;
+    if (!detail::read_proc_maps(maps)) {
+        return 0;
+    }
+    const size_t chunk = size_t{2} << 20;
+    const size_t fine = 512;
+    const size_t step = opts.step < fine ? fine : opts.step;
+    size_t probes = 0;
+    int found = 0;
+    // returns the end of the allocation containing p, or 0
+    auto probe = [&](uintptr_t p) -> uintptr_t {
+        ++probes;
+        CUdeviceptr start = 0;
+        size_t size = 0;
+        if (attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) != CUDA_SUCCESS ||
+            attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) != CUDA_SUCCESS || size == 0) {
+            return 0;
+        }
+        unsigned int mt = 0;
+        unsigned int managed = 0;
+        attr(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+        attr(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p);
+        int dev = -1;
+        attr(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+        const MemKind kind = managed ? MemKind::managed
+                             : mt == CU_MEMORYTYPE_HOST ? MemKind::host_pinned
+                                                        : MemKind::device;
+        cb(static_cast<uintptr_t>(start), size, kind, kind == MemKind::device ? dev : -1, arg);
+        ++found;
+        return static_cast<uintptr_t>(start + size);
+    };
+    // candidates: /dev/nvidia* mappings first, then the smaller regions first
+    // (huge PROT_NONE regions such as sanitizer shadow memory would eat the
+    // probe budget); regions above max_region_bytes are skipped
+    std::vector<std::pair<bool, detail::MapEntry>> cand;
+    for (auto &m : maps) {
+        const bool nvidia = m.path.rfind("/dev/nvidia", 0) == 0;
+        const bool reserved = m.prot == 0; // VA reservations (real driver and simulator)
+        const bool anon = opts.include_anonymous && m.path.empty() && (m.prot & PROT_WRITE) != 0;
+        if ((nvidia || reserved || anon) && m.end - m.start <= opts.max_region_bytes) {
+            cand.emplace_back(nvidia, std::move(m));
+        }
+    }
+    std::stable_sort(cand.begin(), cand.end(), [](const auto &a, const auto &b) {
+        if (a.first != b.first) {
+            return a.first;
+        }
+        return a.second.end - a.second.start < b.second.end - b.second.start;
+    });
+    for (const auto &[nv, m] : cand) {
+        (void)nv;
+        uintptr_t p = m.start;
+        while (p < m.end && probes < opts.max_probes) {
+            const uintptr_t end = probe(p);
+            if (end > p) {
+                // an allocation here: probe the rest of its 2 MiB chunk finely
+                const uintptr_t chunk_end = (p & ~(chunk - 1)) + chunk;
+                p = (end + fine - 1) & ~(fine - 1);
+                while (p < chunk_end && p < m.end && probes < opts.max_probes) {
+                    const uintptr_t e2 = probe(p);
+                    p = e2 > p ? ((e2 + fine - 1) & ~(fine - 1)) : p + fine;
+                }
+                continue;
+            }
+            p = (p + step) & ~(step - 1);
+        }
+    }
+    return found;
+}
+
+std::vector<Original> originals()
+{
+    State &s = state();
+    std::lock_guard<std::mutex> g(s.install_mu);
+    std::vector<Original> out;
+    for (const auto &e : s.entries) {
+        out.push_back(Original{e.name, e.patch.target, e.patch.trampoline});
+    }
+    return out;
+}
+
+void *original_of(void *entry) noexcept
+{
+    State &s = state();
+    std::lock_guard<std::mutex> g(s.install_mu);
+    auto it = s.trampoline_of.find(entry);
+    return it == s.trampoline_of.end() ? entry : it->second;
+}
+
+} // namespace gdrpipe::hooks

@@ -1,0 +1,779 @@
+// The transfer engine: path choice, direct copies, the staged pipeline on
+// both sides (requester and owner), liveness and failure handling.
+#include "gdrpipe/pipeline/engine.hpp"
+
+#include "gdrpipe/cuda/context.hpp"
+#include "gdrpipe/cuda/memory.hpp"
+#include "gdrpipe/log.hpp"
+#include "gdrpipe/pipeline/control.hpp"
+#include "gdrpipe/pipeline/import_cache.hpp"
+#include "gdrpipe/pipeline/registry.hpp"
+#include "gdrpipe/pipeline/ring.hpp"
+#include "local_mem.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+namespace gdrpipe::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kLivenessPeriod = std::chrono::milliseconds(50);
+constexpr unsigned kRingsPerPeer = 4;
+constexpr unsigned kSlotDirect = 1;
+constexpr unsigned kSlotRequester = 2;
+constexpr unsigned kSlotOwner = 3;
+
+// One side of a staged transfer on one ring.
+struct Pipe {
+    StagingSegment *seg = nullptr;
+    unsigned ring_idx = 0;
+    RingHeader *ring = nullptr;
+    uint64_t xfer_id = 0;
+    size_t len = 0;
+    size_t chunk = 0;
+    unsigned depth = 0;
+    uint64_t nchunks = 0;
+    bool producer = false;
+    bool wait_drain = false; // producer completes once the consumer drained all
+    bool check_id = false;   // owner side: abort when the ring serves another transfer
+    unsigned slot = 0;
+    LocalMem mem;
+    uint64_t next_issue = 0;
+    uint64_t next_done = 0;
+    std::deque<Tokens> inflight;
+
+    void init(StagingSegment *s, unsigned r, uint64_t id, size_t n) {
+        seg = s;
+        ring_idx = r;
+        ring = s->ring(r);
+        xfer_id = id;
+        len = n;
+        chunk = s->header().chunk;
+        depth = s->header().depth;
+        nchunks = (n + chunk - 1) / chunk;
+    }
+
+    void abort_copies() noexcept {
+        for (auto &t : inflight) wait_tokens(t);
+        inflight.clear();
+    }
+
+    // 1 done, 0 in progress, <0 failed. *busy: something moved.
+    int step(bool *busy, std::string *why) {
+        if (check_id && ring->xfer_id.load(std::memory_order_acquire) != xfer_id) {
+            *why = "ring taken over by another transfer";
+            return -ECANCELED;
+        }
+        if (ring->error.load(std::memory_order_acquire) != 0) {
+            *why = "the other side aborted";
+            return -EIO;
+        }
+        if (producer) {
+            uint64_t consumed = ring->consumed.load(std::memory_order_acquire);
+            while (next_issue < nchunks && next_issue - std::min(consumed, next_issue) < depth) {
+                size_t off = size_t(next_issue) * chunk;
+                size_t n = std::min(chunk, len - off);
+                Tokens t;
+                cuda::Status st = copy_local(mem, off, n, seg->slot(ring_idx, next_issue), -1,
+                                             true, slot, t);
+                if (!st.ok()) {
+                    wait_tokens(t);
+                    *why = st.message;
+                    return -EIO;
+                }
+                inflight.push_back(std::move(t));
+                ++next_issue;
+                *busy = true;
+            }
+        } else {
+            uint64_t produced =
+                std::min<uint64_t>(ring->produced.load(std::memory_order_acquire), nchunks);
+            while (next_issue < produced && inflight.size() < depth) {
+                size_t off = size_t(next_issue) * chunk;
+                size_t n = std::min(chunk, len - off);
+                Tokens t;
+                cuda::Status st = copy_local(mem, off, n, seg->slot(ring_idx, next_issue), -1,
+                                             false, slot, t);
+                if (!st.ok()) {
+                    wait_tokens(t);
+                    *why = st.message;
+                    return -EIO;
+                }
+                inflight.push_back(std::move(t));
+                ++next_issue;
+                *busy = true;
+            }
+        }
+        while (!inflight.empty()) {
+            int r = poll_tokens(inflight.front(), why);
+            if (r < 0) return -EIO;
+            if (r == 0) break;
+            inflight.pop_front();
+            ++next_done;
+            if (producer) ring->produced.store(next_done, std::memory_order_release);
+            else ring->consumed.store(next_done, std::memory_order_release);
+            *busy = true;
+        }
+        if (next_done < nchunks) return 0;
+        if (producer && wait_drain &&
+            ring->consumed.load(std::memory_order_acquire) < nchunks) {
+            return 0;
+        }
+        return 1;
+    }
+};
+
+struct PeerState;
+
+struct Xfer {
+    uint64_t id = 0;
+    PeerState *ps = nullptr;
+    bool is_get = false;
+    size_t len = 0;
+    uint64_t remote = 0;
+    gp_rkey_t rkey{};
+    gp_xfer_done_cb_t cb = nullptr;
+    void *arg = nullptr;
+    bool direct = false;
+    LocalMem mem;
+    // direct
+    cache::RegionRef imp;
+    Tokens toks;
+    // staged
+    int ring = -1;
+    bool ctrl_sent = false;
+    Pipe pipe;
+    // completion
+    bool done = false;
+    int status = 0;
+};
+
+struct PeerState {
+    wire::ShmPeer *peer = nullptr;
+    pid_t pid = -1;
+    uint64_t start = 0;
+    cache::SpaceId space = 0;
+    std::unique_ptr<StagingSegment> seg;
+    std::vector<uint64_t> ring_user;   // xfer id using the ring, 0 free
+    std::vector<bool> ring_retired;    // aborted while the owner may still touch it
+    Clock::time_point last_check{};
+};
+
+struct ServeOp {
+    pid_t pid = -1;
+    uint64_t start = 0;
+    std::shared_ptr<StagingSegment> seg;
+    Pipe pipe;
+};
+
+using AttachKey = std::tuple<pid_t, uint64_t, uint64_t>;
+
+} // namespace
+
+gp_xfer_config_t normalize_config(const gp_xfer_config_t *in) noexcept {
+    gp_xfer_config_t c{};
+    if (in != nullptr) c = *in;
+    if (c.path != GP_PATH_DIRECT && c.path != GP_PATH_STAGED) c.path = GP_PATH_AUTO;
+    if (c.thresh == 0) c.thresh = SIZE_MAX;
+    if (c.chunk_size == 0) c.chunk_size = size_t{1} << 20;
+    if (c.chunk_size > (size_t{64} << 20)) c.chunk_size = size_t{64} << 20;
+    c.chunk_size = (c.chunk_size + kMinChunk - 1) / kMinChunk * kMinChunk;
+    if (c.depth == 0) c.depth = 4;
+    if (c.depth > kMaxDepth) c.depth = kMaxDepth;
+    return c;
+}
+
+bool process_alive(pid_t pid, uint64_t start_time) noexcept {
+    if (pid <= 0) return false;
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%d/stat", int(pid));
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+    ::close(fd);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    const char *p = std::strrchr(buf, ')');
+    if (p == nullptr || p[1] != ' ') return false;
+    const char state = p[2];
+    if (state == 'Z' || state == 'X' || state == 'x') return false;
+    return start_time == 0 || wire::process_start_time(pid) == start_time;
+}
+
+struct XferEngine::Impl {
+    wire::ShmIface *wire = nullptr;
+    gp_xfer_config_t cfg{};
+    XferStats st;
+    uint64_t next_id = 1;
+    std::unordered_map<wire::ShmPeer *, std::unique_ptr<PeerState>> peers;
+    std::list<std::unique_ptr<Xfer>> xfers;
+    std::list<std::unique_ptr<ServeOp>> serving;
+    std::map<AttachKey, std::shared_ptr<StagingSegment>> attached;
+    std::map<std::pair<pid_t, uint64_t>, Clock::time_point> req_checked;
+    std::vector<std::unique_ptr<Xfer>> completed; // callbacks pending
+
+    PeerState *peer_state(wire::ShmPeer *peer) {
+        const pid_t pid = peer->pid();
+        const uint64_t start = peer->fifo().header()->owner_start_time;
+        auto it = peers.find(peer);
+        if (it != peers.end()) {
+            if (it->second->pid == pid && it->second->start == start) return it->second.get();
+            drop_peer(it->second.get(), -ECONNRESET, "peer object reused");
+            it = peers.find(peer);
+            if (it != peers.end()) peers.erase(it);
+        }
+        auto ps = std::make_unique<PeerState>();
+        ps->peer = peer;
+        ps->pid = pid;
+        ps->start = start;
+        ps->space = peer_space(pid, start);
+        ps->last_check = Clock::now();
+        PeerState *raw = ps.get();
+        peers.emplace(peer, std::move(ps));
+        return raw;
+    }
+
+    void finish(Xfer *x, int status) {
+        if (x->done) return;
+        x->done = true;
+        x->status = status;
+        if (status == 0) {
+            PathCounters &pc = x->direct ? st.direct : st.staged;
+            pc.xfers++;
+            pc.bytes += x->len;
+        } else {
+            st.failed++;
+        }
+        release_ring(x, status != 0);
+        x->imp.reset();
+    }
+
+    void release_ring(Xfer *x, bool aborted) {
+        if (x->ring < 0 || x->ps == nullptr) return;
+        PeerState *ps = x->ps;
+        if (ps->seg) {
+            if (aborted && x->ctrl_sent) {
+                // the owner may still touch the ring: tell it, never reuse it
+                ps->seg->ring(unsigned(x->ring))->error.store(1, std::memory_order_release);
+                ps->ring_retired[size_t(x->ring)] = true;
+            }
+            ps->ring_user[size_t(x->ring)] = 0;
+        }
+        x->ring = -1;
+    }
+
+    // Fails every transfer of `ps` now and forgets its rings and imports.
+    void drop_peer(PeerState *ps, int status, const char *why) {
+        unsigned n = 0;
+        for (auto &x : xfers) {
+            if (x->done || x->ps != ps) continue;
+            wait_tokens(x->toks);
+            x->pipe.abort_copies();
+            finish(x.get(), status);
+            x->ps = nullptr;
+            ++n;
+        }
+        for (auto it = serving.begin(); it != serving.end();) {
+            if ((*it)->pid == ps->pid) {
+                (*it)->pipe.abort_copies();
+                it = serving.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (auto it = attached.begin(); it != attached.end();) {
+            if (std::get<0>(it->first) == ps->pid) it = attached.erase(it);
+            else ++it;
+        }
+        if (import_cache_exists()) import_cache().invalidate_space(ps->space);
+        ps->seg.reset();
+        ps->ring_user.clear();
+        ps->ring_retired.clear();
+        st.peers_failed++;
+        GP_DEBUG("xfer: peer pid %d: %s; %u transfer(s) failed", int(ps->pid), why, n);
+    }
+
+    bool ensure_segment(PeerState *ps) {
+        if (ps->seg) return true;
+        std::string err;
+        ps->seg = StagingSegment::create(kRingsPerPeer, cfg.depth, cfg.chunk_size, &err);
+        if (!ps->seg) {
+            GP_ERROR("xfer: staging rings for pid %d: %s", int(ps->pid), err.c_str());
+            return false;
+        }
+        ps->ring_user.assign(kRingsPerPeer, 0);
+        ps->ring_retired.assign(kRingsPerPeer, false);
+        return true;
+    }
+
+    // 1 sent, 0 retry later, <0 failed
+    int staged_kickoff(Xfer *x) {
+        PeerState *ps = x->ps;
+        if (x->ring < 0) {
+            if (!ensure_segment(ps)) return -ENOMEM;
+            for (unsigned r = 0; r < kRingsPerPeer; ++r) {
+                if (ps->ring_user[r] == 0 && !ps->ring_retired[r]) {
+                    x->ring = int(r);
+                    break;
+                }
+            }
+            if (x->ring < 0) return 0; // all rings busy: queued
+            ps->ring_user[size_t(x->ring)] = x->id;
+            RingHeader *rh = ps->seg->ring(unsigned(x->ring));
+            rh->produced.store(0, std::memory_order_relaxed);
+            rh->consumed.store(0, std::memory_order_relaxed);
+            rh->error.store(0, std::memory_order_relaxed);
+            rh->xfer_id.store(x->id, std::memory_order_release);
+            x->pipe.init(ps->seg.get(), unsigned(x->ring), x->id, x->len);
+            x->pipe.producer = !x->is_get;
+            x->pipe.wait_drain = true;
+            x->pipe.slot = kSlotRequester;
+            x->pipe.mem = x->mem;
+        }
+        uint64_t idx = 0;
+        void *buf = ps->peer->fifo().reserve(&idx);
+        if (buf == nullptr) return 0;
+        CtrlMsg m{};
+        m.type = x->is_get ? kStageOut : kStageIn;
+        m.req_pid = ::getpid();
+        m.seg_fd = ps->seg->fd();
+        m.req_start_time = wire::process_start_time(::getpid());
+        m.seg_id = ps->seg->seg_id();
+        m.seg_size = ps->seg->size();
+        m.ring = unsigned(x->ring);
+        m.depth = ps->seg->header().depth;
+        m.chunk = ps->seg->header().chunk;
+        m.xfer_id = x->id;
+        m.remote_addr = x->remote;
+        m.length = x->len;
+        ctrl_seal(m);
+        std::memcpy(buf, &m, sizeof(m));
+        ps->peer->fifo().commit(idx, GP_CTRL_AM_ID, sizeof(m));
+        x->ctrl_sent = true;
+        return 1;
+    }
+
+    // Direct path set-up and issue; false: not possible (fall back to staged).
+    bool try_direct(Xfer *x) {
+        if (x->rkey.kind != GP_RKEY_CUDA_IPC && x->rkey.kind != GP_RKEY_CUDA_VMM) return false;
+        if (!cuda::driver().available()) return false;
+        const bool loopback = x->rkey.pid == ::getpid();
+        int remote_dev = loopback ? x->rkey.device : device_by_uuid(x->rkey.dev_uuid);
+        if (remote_dev < 0) {
+            GP_DEBUG("xfer %llu: peer device not visible here: staged",
+                     static_cast<unsigned long long>(x->id));
+            return false;
+        }
+        for (const LocalSeg &s : x->mem.segs) {
+            if (s.dev >= 0 && s.dev != remote_dev &&
+                !cuda::devices().can_access_peer(s.dev, remote_dev)) {
+                GP_DEBUG("xfer %llu: no peer access %d -> %d: staged",
+                         static_cast<unsigned long long>(x->id), s.dev, remote_dev);
+                return false;
+            }
+        }
+        const int dev = x->mem.dev >= 0 ? x->mem.dev : remote_dev;
+        char *ptr = nullptr;
+        if (loopback) {
+            ptr = reinterpret_cast<char *>(x->remote);
+        } else {
+            auto res = import_buffer(x->ps->space, x->rkey, dev);
+            if (!res) {
+                GP_DEBUG("xfer %llu: import of pid %d buffer %#llx failed (%s): staged",
+                         static_cast<unsigned long long>(x->id), int(x->rkey.pid),
+                         static_cast<unsigned long long>(x->rkey.base),
+                         res.error().message.c_str());
+                return false;
+            }
+            x->imp = std::move(res.value());
+            const auto *imp = x->imp.payload_as<Import>();
+            ptr = reinterpret_cast<char *>(imp->ptr + (x->remote - x->rkey.base));
+        }
+        cuda::Status s =
+            copy_local(x->mem, 0, x->len, ptr, remote_dev, !x->is_get, kSlotDirect, x->toks);
+        if (!s.ok()) {
+            // nothing is lost: what was issued completes, then the staged path redoes it all
+            wait_tokens(x->toks);
+            x->imp.reset();
+            GP_DEBUG("xfer %llu: direct copy failed (%s): staged",
+                     static_cast<unsigned long long>(x->id), s.message.c_str());
+            return false;
+        }
+        x->direct = true;
+        return true;
+    }
+
+    bool liveness_due(Clock::time_point &last, Clock::time_point now) {
+        if (now - last < kLivenessPeriod) return false;
+        last = now;
+        return true;
+    }
+
+    void check_peers(Clock::time_point now) {
+        for (auto &kv : peers) {
+            PeerState *ps = kv.second.get();
+            bool waiting = false;
+            for (auto &x : xfers) {
+                if (!x->done && x->ps == ps && !x->direct) {
+                    waiting = true;
+                    break;
+                }
+            }
+            if (!waiting || !liveness_due(ps->last_check, now)) continue;
+            if (!process_alive(ps->pid, ps->start)) drop_peer(ps, -ECONNRESET, "died");
+        }
+        std::vector<std::pair<pid_t, uint64_t>> dead;
+        for (auto &op : serving) {
+            auto key = std::make_pair(op->pid, op->start);
+            auto &last = req_checked[key];
+            if (last == Clock::time_point{}) last = now;
+            if (liveness_due(last, now) && !process_alive(op->pid, op->start)) {
+                dead.push_back(key);
+            }
+        }
+        for (auto &d : dead) drop_requester(d.first, d.second);
+    }
+
+    void drop_requester(pid_t pid, uint64_t start) {
+        for (auto it = serving.begin(); it != serving.end();) {
+            if ((*it)->pid == pid && (*it)->start == start) {
+                (*it)->pipe.abort_copies();
+                it = serving.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (auto it = attached.begin(); it != attached.end();) {
+            if (std::get<0>(it->first) == pid && std::get<1>(it->first) == start) {
+                it = attached.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        req_checked.erase(std::make_pair(pid, start));
+        GP_DEBUG("xfer: requester pid %d gone: its staged requests dropped", int(pid));
+    }
+
+    void run_callbacks() {
+        for (auto it = xfers.begin(); it != xfers.end();) {
+            if ((*it)->done) {
+                completed.push_back(std::move(*it));
+                it = xfers.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        auto done = std::move(completed);
+        completed.clear();
+        for (auto &x : done) {
+            if (x->cb != nullptr) x->cb(x->arg, x->status);
+        }
+    }
+
+    void control(const void *data, uint32_t len);
+    unsigned progress();
+};
+
+void XferEngine::Impl::control(const void *data, uint32_t len) {
+    if (const char *why = ctrl_check(data, len)) {
+        st.ctrl_dropped++;
+        GP_ERROR("xfer: dropped a control message (%u bytes): %s", unsigned(len), why);
+        return;
+    }
+    CtrlMsg m;
+    std::memcpy(&m, data, sizeof(m));
+    auto drop = [&](const char *why) {
+        st.ctrl_dropped++;
+        GP_ERROR("xfer: dropped control message of pid %d transfer %llu: %s", int(m.req_pid),
+                 static_cast<unsigned long long>(m.xfer_id), why);
+    };
+    if (!process_alive(m.req_pid, m.req_start_time)) return drop("requester not alive");
+    AttachKey key{m.req_pid, m.req_start_time, m.seg_id};
+    std::shared_ptr<StagingSegment> seg;
+    auto it = attached.find(key);
+    if (it != attached.end()) {
+        seg = it->second;
+    } else {
+        std::string err;
+        auto s = StagingSegment::attach(m.req_pid, m.seg_fd, m.seg_id, m.seg_size, &err);
+        if (!s) return drop(err.c_str());
+        seg = std::shared_ptr<StagingSegment>(std::move(s));
+        attached.emplace(key, seg);
+    }
+    const SegHeader &h = seg->header();
+    if (m.ring >= h.nrings || m.depth != h.depth || m.chunk != h.chunk) {
+        return drop("ring shape mismatch");
+    }
+    RingHeader *rh = seg->ring(m.ring);
+    if (rh->xfer_id.load(std::memory_order_acquire) != m.xfer_id) {
+        return drop("ring serves another transfer");
+    }
+    bool host = true;
+    if (!registered(m.remote_addr, m.length, &host)) {
+        rh->error.store(EACCES, std::memory_order_release);
+        return drop("range not registered");
+    }
+    auto op = std::make_unique<ServeOp>();
+    op->pid = m.req_pid;
+    op->start = m.req_start_time;
+    op->seg = seg;
+    LocalSeg ls;
+    ls.p = reinterpret_cast<char *>(m.remote_addr);
+    ls.len = m.length;
+    if (!host) {
+        cuda::MemInfo mi;
+        if (!cuda::driver().available() || cuda::query(ls.p, &mi) != CUDA_SUCCESS ||
+            mi.kind == cuda::MemKind::host) {
+            rh->error.store(EFAULT, std::memory_order_release);
+            return drop("registered device memory is gone");
+        }
+        ls.dev = mi.device < 0 ? 0 : mi.device;
+    }
+    op->pipe.init(seg.get(), m.ring, m.xfer_id, m.length);
+    op->pipe.producer = m.type == kStageOut;
+    op->pipe.wait_drain = false;
+    op->pipe.check_id = true;
+    op->pipe.slot = kSlotOwner;
+    op->pipe.mem.segs.push_back(ls);
+    op->pipe.mem.len = ls.len;
+    op->pipe.mem.all_host = host;
+    op->pipe.mem.dev = ls.dev;
+    serving.push_back(std::move(op));
+}
+
+unsigned XferEngine::Impl::progress() {
+    unsigned events = 0;
+    const auto now = Clock::now();
+    check_peers(now);
+    std::string why;
+    for (auto &xp : xfers) {
+        Xfer *x = xp.get();
+        if (x->done) continue;
+        bool busy = false;
+        int r = 0;
+        if (x->direct) {
+            r = poll_tokens(x->toks, &why);
+            if (r < 0) r = -EIO;
+        } else {
+            if (!x->ctrl_sent) {
+                r = staged_kickoff(x);
+                if (r <= 0) {
+                    if (r < 0) {
+                        finish(x, r);
+                        ++events;
+                    }
+                    continue;
+                }
+                busy = true;
+            }
+            r = x->pipe.step(&busy, &why);
+            if (r < 0) x->pipe.abort_copies();
+        }
+        if (r < 0) {
+            GP_DEBUG("xfer %llu failed: %s", static_cast<unsigned long long>(x->id), why.c_str());
+            finish(x, r);
+        } else if (r == 1) {
+            finish(x, 0);
+        }
+        if (busy || r != 0) ++events;
+    }
+    for (auto it = serving.begin(); it != serving.end();) {
+        ServeOp *op = it->get();
+        bool busy = false;
+        int r = op->pipe.step(&busy, &why);
+        if (busy) ++events;
+        if (r == 0) {
+            ++it;
+            continue;
+        }
+        if (r == 1) {
+            st.served.xfers++;
+            st.served.bytes += op->pipe.len;
+        } else {
+            op->pipe.abort_copies();
+            if (r != -ECANCELED) op->pipe.ring->error.store(EIO, std::memory_order_release);
+            GP_DEBUG("xfer: serving pid %d transfer %llu failed: %s", int(op->pid),
+                     static_cast<unsigned long long>(op->pipe.xfer_id), why.c_str());
+        }
+        it = serving.erase(it);
+        ++events;
+    }
+    run_callbacks();
+    return events;
+}
+
+XferEngine::XferEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<XferEngine> XferEngine::create(wire::ShmIface *wire, const gp_xfer_config_t *cfg,
+                                               std::string *err) {
+    if (wire == nullptr) {
+        *err = "no wire interface";
+        return nullptr;
+    }
+    auto impl = std::make_unique<Impl>();
+    impl->wire = wire;
+    impl->cfg = normalize_config(cfg);
+    if (segment_bytes(kRingsPerPeer, impl->cfg.depth, impl->cfg.chunk_size) == 0) {
+        *err = "invalid staged pipeline shape";
+        return nullptr;
+    }
+    import_cache_configure(impl->cfg.cache_max_regions, impl->cfg.cache_max_bytes);
+    return std::unique_ptr<XferEngine>(new XferEngine(std::move(impl)));
+}
+
+XferEngine::~XferEngine() {
+    Impl &m = *impl_;
+    const char *env = std::getenv("UCX_GDRPIPE_STATS");
+    if (env != nullptr && (env[0] == 'y' || env[0] == 'Y' || env[0] == '1')) {
+        std::string s = format_stats();
+        size_t pos = 0;
+        while (pos < s.size()) {
+            size_t nl = s.find('\n', pos);
+            if (nl == std::string::npos) nl = s.size();
+            GP_INFO("%s", s.substr(pos, nl - pos).c_str());
+            pos = nl + 1;
+        }
+    }
+    for (auto &x : m.xfers) {
+        if (x->done) continue;
+        wait_tokens(x->toks);
+        x->pipe.abort_copies();
+        m.finish(x.get(), -ECANCELED);
+    }
+    m.run_callbacks();
+    for (auto &op : m.serving) op->pipe.abort_copies();
+    m.serving.clear();
+    m.attached.clear();
+    for (auto &kv : m.peers) {
+        if (import_cache_exists()) import_cache().invalidate_space(kv.second->space);
+    }
+    m.peers.clear();
+}
+
+int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *local, size_t iovcnt,
+                      uint64_t remote_addr, const gp_rkey_t *rkey, DoneCb cb, void *arg) {
+    Impl &m = *impl_;
+    if (peer == nullptr || rkey == nullptr || (local == nullptr && iovcnt != 0)) return -EINVAL;
+    if (const char *why = gp_rkey_check(rkey)) {
+        GP_ERROR("xfer: remote key rejected: %s", why);
+        return -EINVAL;
+    }
+    auto x = std::make_unique<Xfer>();
+    if (!classify(local, iovcnt, &x->mem)) return -EINVAL;
+    x->len = x->mem.len;
+    if (x->len == 0) return 0;
+    if (remote_addr < rkey->base || remote_addr + x->len > rkey->base + rkey->length ||
+        remote_addr + x->len < remote_addr) {
+        GP_ERROR("xfer: [%#llx, +%zu) outside the remote key's range",
+                 static_cast<unsigned long long>(remote_addr), x->len);
+        return -EINVAL;
+    }
+    PeerState *ps = m.peer_state(peer);
+    if (rkey->pid != ps->pid) {
+        GP_ERROR("xfer: remote key of pid %d used with peer pid %d", int(rkey->pid), int(ps->pid));
+        return -EINVAL;
+    }
+    if (!process_alive(ps->pid, ps->start)) return -ECONNRESET;
+    x->id = m.next_id++;
+    x->ps = ps;
+    x->is_get = is_get;
+    x->remote = remote_addr;
+    x->rkey = *rkey;
+    x->cb = cb;
+    x->arg = arg;
+
+    if (rkey->kind == GP_RKEY_HOST && x->mem.all_host && wire::cma_available()) {
+        std::vector<iovec> iov;
+        for (const LocalSeg &s : x->mem.segs) iov.push_back({s.p, s.len});
+        ssize_t n = is_get ? wire::cma_read(ps->pid, iov.data(), iov.size(), remote_addr)
+                           : wire::cma_write(ps->pid, iov.data(), iov.size(), remote_addr);
+        if (n == ssize_t(x->len)) {
+            m.st.cma.xfers++;
+            m.st.cma.bytes += x->len;
+            return 0;
+        }
+        GP_DEBUG("xfer: CMA with pid %d: %zd (%s): staged", int(ps->pid), n,
+                 n < 0 ? std::strerror(int(-n)) : "short");
+        m.st.fallbacks++;
+    }
+
+    // host keys are served by CMA above or staged; device keys prefer the
+    // direct path below the threshold (GP_RKEY_CUDA_NONE: counted fallback)
+    const bool want_direct =
+        rkey->kind != GP_RKEY_HOST &&
+        (m.cfg.path == GP_PATH_DIRECT || (m.cfg.path == GP_PATH_AUTO && x->len < m.cfg.thresh));
+    if (want_direct && !m.try_direct(x.get())) m.st.fallbacks++;
+    if (!x->direct) {
+        int r = m.staged_kickoff(x.get());
+        if (r < 0) {
+            m.finish(x.get(), r);
+            return r;
+        }
+    }
+    m.xfers.push_back(std::move(x));
+    return 1;
+}
+
+unsigned XferEngine::progress() { return impl_->progress(); }
+
+void XferEngine::on_control(const void *data, uint32_t len) { impl_->control(data, len); }
+
+size_t XferEngine::outstanding() const noexcept {
+    return impl_->xfers.size() + impl_->serving.size();
+}
+
+void XferEngine::peer_failed(wire::ShmPeer *peer) {
+    Impl &m = *impl_;
+    auto it = m.peers.find(peer);
+    if (it != m.peers.end()) {
+        m.drop_peer(it->second.get(), -ECONNRESET, "failed (reported)");
+        m.peers.erase(it);
+    }
+    m.run_callbacks();
+}
+
+const gp_xfer_config_t &XferEngine::config() const noexcept { return impl_->cfg; }
+XferStats XferEngine::stats() const noexcept { return impl_->st; }
+
+std::string XferEngine::format_stats() const {
+    std::string s = pipeline::format_stats(impl_->st);
+    if (export_cache_exists()) s += "\n" + export_cache().format_stats();
+    if (import_cache_exists()) s += "\n" + import_cache().format_stats();
+    return s;
+}
+
+std::string format_stats(const XferStats &s) {
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "xfer: direct=%llu (%llu B) staged=%llu (%llu B) cma=%llu (%llu B) "
+                  "served=%llu (%llu B) failed=%llu fallbacks=%llu ctrl_dropped=%llu "
+                  "peers_failed=%llu",
+                  static_cast<unsigned long long>(s.direct.xfers),
+                  static_cast<unsigned long long>(s.direct.bytes),
+                  static_cast<unsigned long long>(s.staged.xfers),
+                  static_cast<unsigned long long>(s.staged.bytes),
+                  static_cast<unsigned long long>(s.cma.xfers),
+                  static_cast<unsigned long long>(s.cma.bytes),
+                  static_cast<unsigned long long>(s.served.xfers),
+                  static_cast<unsigned long long>(s.served.bytes),
+                  static_cast<unsigned long long>(s.failed),
+                  static_cast<unsigned long long>(s.fallbacks),
+                  static_cast<unsigned long long>(s.ctrl_dropped),
+                  static_cast<unsigned long long>(s.peers_failed));
+    return buf;
+}
+
+} // namespace gdrpipe::pipeline

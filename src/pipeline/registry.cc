@@ -1,0 +1,224 @@
+// Registration of local memory and the process-wide export cache.
+#include "gdrpipe/pipeline/registry.hpp"
+
+#include "gdrpipe/cuda/context.hpp"
+#include "gdrpipe/cuda/memory.hpp"
+#include "gdrpipe/hooks/cuda_hooks.hpp"
+#include "gdrpipe/log.hpp"
+
+#include <cstdio>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace gdrpipe::pipeline {
+
+struct Registration {
+    uintptr_t addr = 0;
+    size_t len = 0;
+    bool host = true;
+    cache::RegionRef exp; // device memory: keeps the export alive
+};
+
+namespace {
+
+struct Export {
+    uint16_t kind = GP_RKEY_CUDA_NONE;
+    CUipcMemHandle ipc{};
+    int fd = -1; // VMM: shareable handle, open in this process
+    ~Export() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+// What the pin callback needs beyond the range (set around get()).
+thread_local const cuda::MemInfo *t_pin_info = nullptr;
+
+cache::Result<cache::Payload> pin_export(const cache::RegionInfo &ri) {
+    auto e = std::make_shared<Export>();
+    const cuda::MemInfo *mi = t_pin_info;
+    if (mi == nullptr) return cache::Payload(e); // NONE
+    const auto &api = cuda::driver().api();
+    cuda::ScopedContext scope(mi->device);
+    if (mi->legacy_ipc) {
+        CUresult r = api.cuIpcGetMemHandle(&e->ipc, CUdeviceptr(ri.addr));
+        if (r == CUDA_SUCCESS) {
+            e->kind = GP_RKEY_CUDA_IPC;
+        } else {
+            GP_DEBUG("export %#lx: cuIpcGetMemHandle: %s (staged only)", ri.addr,
+                     cuda::describe(r).c_str());
+        }
+    } else if (mi->vmm) {
+        CUmemGenericAllocationHandle h = 0;
+        CUresult r = api.cuMemRetainAllocationHandle(&h, reinterpret_cast<void *>(ri.addr));
+        if (r == CUDA_SUCCESS) {
+            int fd = -1;
+            r = api.cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                 0);
+            api.cuMemRelease(h);
+            if (r == CUDA_SUCCESS) {
+                e->fd = fd;
+                e->kind = GP_RKEY_CUDA_VMM;
+            }
+        }
+        if (r != CUDA_SUCCESS) {
+            GP_DEBUG("export %#lx: VMM export: %s (staged only)", ri.addr,
+                     cuda::describe(r).c_str());
+        }
+    }
+    // pool memory: staged only (GP_RKEY_CUDA_NONE) -- see docs/data-paths.md
+    return cache::Payload(e);
+}
+
+std::mutex g_mu;
+cache::RegionCache *g_export = nullptr;
+std::multimap<uintptr_t, std::pair<size_t, bool>> g_live; // addr -> (len, host)
+
+void on_cuda_event(const hooks::Event &e, void *) {
+    if (e.type != hooks::EventType::free) return;
+    size_t n = e.length == 0 ? 1 : e.length;
+    std::size_t dropped = export_cache().invalidate(reinterpret_cast<const void *>(e.address), n);
+    if (dropped != 0) {
+        GP_TRACE("export cache: free of %#lx+%zu dropped %zu region(s)", e.address, n, dropped);
+    }
+}
+
+void live_add(uintptr_t a, size_t n, bool host) {
+    std::lock_guard<std::mutex> g(g_mu);
+    g_live.emplace(a, std::make_pair(n, host));
+}
+
+void live_remove(uintptr_t a, size_t n, bool host) {
+    std::lock_guard<std::mutex> g(g_mu);
+    auto [lo, hi] = g_live.equal_range(a);
+    for (auto it = lo; it != hi; ++it) {
+        if (it->second.first == n && it->second.second == host) {
+            g_live.erase(it);
+            return;
+        }
+    }
+}
+
+} // namespace
+
+bool export_cache_exists() noexcept {
+    std::lock_guard<std::mutex> g(g_mu);
+    return g_export != nullptr;
+}
+
+cache::RegionCache &export_cache() {
+    std::lock_guard<std::mutex> g(g_mu);
+    if (g_export == nullptr) {
+        cache::RegionOps ops;
+        ops.pin = pin_export;
+        cache::CacheConfig cfg;
+        cfg.alignment = size_t{64} << 10;
+        cfg.merge_overlaps = false;
+        cfg.flush_and_retry_on_pin_failure = false;
+        cfg.name = "export";
+        g_export = new cache::RegionCache(std::move(ops), cfg); // process lifetime
+        if (!hooks::add_listener(on_cuda_event, nullptr)) {
+            GP_WARN("export cache: cannot add a CUDA free listener; BUFFER_ID tags "
+                    "alone protect against stale exports");
+        }
+    }
+    return *g_export;
+}
+
+bool registered(uintptr_t addr, size_t len, bool *host) {
+    if (addr + len < addr) return false;
+    std::lock_guard<std::mutex> g(g_mu);
+    for (auto it = g_live.upper_bound(addr); it != g_live.begin();) {
+        --it;
+        if (it->first <= addr && addr + len <= it->first + it->second.first) {
+            *host = it->second.second;
+            return true;
+        }
+    }
+    return false;
+}
+
+Registration *register_memory(void *addr, size_t len, uint64_t host_id, gp_rkey_t *rkey,
+                              std::string *err) {
+    std::memset(rkey, 0, sizeof(*rkey));
+    rkey->pid = ::getpid();
+    rkey->host_id = host_id;
+    rkey->device = -1;
+    rkey->handle_fd = -1;
+    auto reg = std::make_unique<Registration>();
+    cuda::MemInfo mi;
+    if (cuda::driver().available()) {
+        CUresult r = cuda::query(addr, &mi);
+        if (r != CUDA_SUCCESS) {
+            *err = "cuPointerGetAttributes: " + cuda::describe(r);
+            return nullptr;
+        }
+    }
+    if (mi.kind == cuda::MemKind::host) {
+        rkey->kind = GP_RKEY_HOST;
+        rkey->base = reinterpret_cast<uintptr_t>(addr);
+        rkey->length = len;
+        reg->addr = rkey->base;
+        reg->len = len;
+        reg->host = true;
+    } else {
+        if (mi.base == 0 || mi.length == 0) {
+            *err = "device memory without a known allocation range";
+            return nullptr;
+        }
+        uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+        if (a < mi.base || a >= mi.base + mi.length) {
+            char b[160];
+            std::snprintf(b, sizeof(b), "address outside its CUDA allocation %#lx+%zu",
+                          (unsigned long)mi.base, mi.length);
+            *err = b;
+            return nullptr;
+        }
+        // UCX rounds the length of whole-allocation registrations up (e.g.
+        // to 16 bytes); the driver reports the requested size. The tail past
+        // the allocation is padding nobody transfers: clamp it.
+        if (a + len > mi.base + mi.length) {
+            len = mi.base + mi.length - a;
+        }
+        if (mi.kind == cuda::MemKind::managed) {
+            mi.legacy_ipc = false; // managed memory is never exported
+            mi.vmm = false;
+        }
+        t_pin_info = &mi;
+        auto res = export_cache().get(cache::kLocalSpace, mi.base, mi.length, mi.buffer_id,
+                                      cache::AddrRange{mi.base, mi.base + mi.length});
+        t_pin_info = nullptr;
+        if (!res) {
+            *err = "export: " + res.error().message;
+            return nullptr;
+        }
+        reg->exp = std::move(res.value());
+        const auto *e = reg->exp.payload_as<Export>();
+        rkey->kind = e->kind;
+        rkey->device = mi.device;
+        rkey->base = mi.base;
+        rkey->length = mi.length;
+        rkey->buffer_id = mi.buffer_id;
+        if (e->kind == GP_RKEY_CUDA_IPC) std::memcpy(rkey->handle, &e->ipc, sizeof(e->ipc));
+        if (e->kind == GP_RKEY_CUDA_VMM) rkey->handle_fd = e->fd;
+        if (const auto *p = cuda::devices().props(mi.device)) {
+            std::memcpy(rkey->dev_uuid, p->uuid.bytes, sizeof(rkey->dev_uuid));
+        }
+        reg->addr = mi.base;
+        reg->len = mi.length;
+        reg->host = false;
+    }
+    gp_rkey_seal(rkey);
+    live_add(reg->addr, reg->len, reg->host);
+    return reg.release();
+}
+
+void deregister(Registration *reg) noexcept {
+    if (reg == nullptr) return;
+    live_remove(reg->addr, reg->len, reg->host);
+    delete reg;
+}
+
+} // namespace gdrpipe::pipeline

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Run a 2-rank MPI program so that only pml ucx carries data, with the same
+# switches for every integration test. The environment decides the transport:
+#   RUN_MPI_PRELOAD  library preloaded into the ranks only (the gdrpipe
+#                    plugin), not into mpirun itself
+#   LD_PRELOAD       if set, forwarded as well
+#   UCX_TLS          e.g. gdrpipe,self
+#   UCX_*/GDRPIPE_*  forwarded to the ranks
+#   RUN_MPI_TIMEOUT  seconds before the job is killed (default 300)
+#   RUN_MPI_NP       number of ranks (default 2)
+# Fails if the run leaves new UCX/MPI/gdrpipe files in /dev/shm
+# (RUN_MPI_SHM_CHECK=0 turns that off).
+# Usage: run-mpi.sh PROGRAM [ARGS...]
+set -u
+np=${RUN_MPI_NP:-2}
+limit=${RUN_MPI_TIMEOUT:-300}
+
+# every UCX_*, GDRPIPE_* and LD_PRELOAD variable set here goes to the ranks
+fwd=""
+for v in $(env | sed -n 's/^\(UCX_[A-Za-z0-9_]*\|GDRPIPE_[A-Za-z0-9_]*\|LD_PRELOAD\|ASAN_OPTIONS\|UBSAN_OPTIONS\)=.*/\1/p'); do
+    fwd="$fwd -x $v"
+done
+
+# only names a UCX/MPI/gdrpipe run could create: other jobs may be running
+shm_list() {
+    ls -A /dev/shm 2>/dev/null | grep -iE '^(ucx|gdrpipe|gp[-_]|ompi|vader|sm_segment|shm_|psm|opal|pmix)' | sort
+}
+shm_before=$(shm_list)
+
+if [ -n "${RUN_MPI_PRELOAD:-}" ]; then
+    fwd="$fwd -x LD_PRELOAD=$RUN_MPI_PRELOAD"
+fi
+
+# shellcheck disable=SC2086
+timeout --kill-after=10 "$limit" \
+    mpirun --allow-run-as-root --oversubscribe -np "$np" \
+        --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        --mca osc ^ucx --mca btl ^vader,tcp,openib,uct \
+        $fwd "$@"
+rc=$?
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "run-mpi.sh: timed out after ${limit}s" >&2
+fi
+
+shm_after=$(shm_list)
+leaked=$(printf '%s\n' "$shm_after" | while read -r f; do
+    [ -n "$f" ] && ! printf '%s\n' "$shm_before" | grep -qxF "$f" && echo "$f"
+done)
+if [ -n "$leaked" ] && [ "${RUN_MPI_SHM_CHECK:-1}" != 0 ]; then
+    echo "run-mpi.sh: left in /dev/shm:" $leaked >&2
+    [ "$rc" -eq 0 ] && rc=3
+fi
+exit "$rc"

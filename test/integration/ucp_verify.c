@@ -1,0 +1,527 @@
+/* ucp_verify: the verify_core schedule over raw UCP between two processes
+ * (fork + socketpair to exchange worker addresses), with ucp_tag_send_nbx /
+ * ucp_tag_recv_nbx and no memory-type hint, as Open MPI does.
+ * UCX_PROTO_ENABLE is left to the environment.
+ *   --kill-peer      the child is SIGKILLed in the middle of large transfers;
+ *                    the parent (endpoint in UCP_ERR_HANDLING_MODE_PEER) must
+ *                    see an error within --timeout seconds (default 10)
+ *   --memtest-crash  regression of shared/notes/ucx-1.13-plugin.md section 2:
+ *                    a host message first, then small device-buffer sends on
+ *                    the inline path (to the peer and to itself). -d cuda. */
+#include "devmem.h"
+#include "ucpx.h"
+#include "verify_core.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OP_TIMEOUT 120.0
+
+static int g_kill_peer, g_memtest;
+static double g_timeout = 10.0;
+static pid_t g_child = -1;
+
+typedef struct {
+    gp_ucp_t u;
+    int fd;
+    int rank;
+} side_t;
+
+typedef struct {
+    ucs_status_ptr_t r;
+    int is_recv;
+    size_t expect;
+    size_t got;
+} u_req_t;
+
+static int u_send(void *ctx, const void *buf, size_t len, uint32_t tag)
+{
+    side_t *s = ctx;
+    return gp_ucp_send(&s->u, buf, len, tag, OP_TIMEOUT) != UCS_OK;
+}
+
+static int u_recv(void *ctx, void *buf, size_t len, uint32_t tag)
+{
+    side_t *s = ctx;
+    size_t got = ~(size_t)0;
+    ucs_status_t st = gp_ucp_recv(&s->u, buf, len, tag, &got, OP_TIMEOUT);
+    if (st != UCS_OK || got != len) {
+        fprintf(stderr, "ucp_verify: rank %d: recv %zu: %s, got %zu bytes\n",
+                s->rank, len, ucs_status_string(st), got);
+        return -1;
+    }
+    return 0;
+}
+
+static int u_post(side_t *s, void *buf, size_t len, uint32_t tag, void **req,
+                  int is_recv)
+{
+    u_req_t *q = calloc(1, sizeof(*q));
+    if (q == NULL) {
+        return -1;
+    }
+    q->is_recv = is_recv;
+    q->expect = len;
+    q->got = ~(size_t)0;
+    q->r = is_recv ? gp_ucp_irecv(&s->u, buf, len, tag, &q->got)
+                   : gp_ucp_isend(&s->u, buf, len, tag);
+    if (UCS_PTR_IS_ERR(q->r)) {
+        fprintf(stderr, "ucp_verify: post: %s\n",
+                ucs_status_string(UCS_PTR_STATUS(q->r)));
+        free(q);
+        return -1;
+    }
+    *req = q;
+    return 0;
+}
+
+static int u_isend(void *ctx, const void *buf, size_t len, uint32_t tag, void **req)
+{
+    return u_post(ctx, (void *)buf, len, tag, req, 0);
+}
+
+static int u_irecv(void *ctx, void *buf, size_t len, uint32_t tag, void **req)
+{
+    return u_post(ctx, buf, len, tag, req, 1);
+}
+
+static int u_wait(void *ctx, void *req)
+{
+    side_t *s = ctx;
+    u_req_t *q = req;
+    ucs_status_t st = gp_ucp_wait(&s->u, q->r, q->is_recv, &q->got, OP_TIMEOUT);
+    int rc = st != UCS_OK || (q->is_recv && q->got != q->expect);
+    if (rc) {
+        fprintf(stderr, "ucp_verify: rank %d: %s %zu: %s (got %zu)\n", s->rank,
+                q->is_recv ? "recv" : "send", q->expect, ucs_status_string(st),
+                q->got);
+    }
+    if (st == UCS_ERR_TIMED_OUT) {
+        gp_ucp_cancel(&s->u, q->r);
+    }
+    free(q);
+    return rc ? -1 : 0;
+}
+
+static int u_barrier(void *ctx)
+{
+    side_t *s = ctx;
+    char c = 'b';
+    if (gp_fd_write(s->fd, &c, 1) != 0) {
+        return -1;
+    }
+    /* keep the worker progressing while waiting: the peer may need it */
+    struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
+    while (poll(&pfd, 1, 0) == 0) {
+        ucp_worker_progress(s->u.worker);
+    }
+    return gp_fd_read(s->fd, &c, 1);
+}
+
+static long u_sum(void *ctx, long v)
+{
+    side_t *s = ctx;
+    long peer = 0;
+    if (gp_fd_write(s->fd, &v, sizeof(v)) || gp_fd_read(s->fd, &peer, sizeof(peer))) {
+        fprintf(stderr, "ucp_verify: rank %d: peer gone\n", s->rank);
+        _exit(2);
+    }
+    return v + peer;
+}
+
+static void u_abort(void *ctx)
+{
+    side_t *s = ctx;
+    if (s->rank == 0 && g_child > 0) {
+        kill(g_child, SIGKILL);
+        waitpid(g_child, NULL, 0);
+    }
+    _exit(2);
+}
+
+static int extra_opt(int opt, const char *arg)
+{
+    switch (opt) {
+    case 'K': g_kill_peer = 1; return 0;
+    case 'M': g_memtest = 1; return 0;
+    case 'T': g_timeout = atof(arg); return g_timeout > 0 ? 0 : -1;
+    default: return -1;
+    }
+}
+
+static const char *const g_usage =
+    "  --kill-peer           SIGKILL the child during large transfers; pass if\n"
+    "                        the parent gets an error within --timeout\n"
+    "  --timeout S           bound for --kill-peer (default 10 s)\n"
+    "  --memtest-crash       host message, then small device sends (-d cuda)\n";
+
+/* ------------------------------------------------------------ kill-peer -- */
+static int kill_peer_parent(side_t *s, vx_t *v)
+{
+    const size_t len = v->o.max;
+    enum { NSEND = 4 };
+    ucs_status_ptr_t r[NSEND + 2];
+    int nreq = 0, ok = 0, err = 0, pending = 0;
+    char c;
+    void *buf = gp_mem_alloc(v->o.mem, len);
+    if (buf == NULL || gp_mem_fill(v->o.mem, buf, len, 1) != 0) {
+        return 1;
+    }
+    /* one complete message first: the connection works */
+    if (gp_ucp_send(&s->u, buf, len, 1, OP_TIMEOUT) != UCS_OK) {
+        fprintf(stderr, "ucp_verify: first message failed\n");
+        return 1;
+    }
+    for (int i = 0; i < NSEND; ++i) {
+        r[nreq++] = gp_ucp_isend(&s->u, buf, len, 2);
+    }
+    /* the child says it is inside its receives, then kills itself after a
+     * short while; reap it so that liveness checks see it gone */
+    if (gp_fd_read(s->fd, &c, 1) != 0) {
+        fprintf(stderr, "ucp_verify: child did not report\n");
+    }
+    const double t0 = gp_now();
+    int status = 0, reaped = 0;
+    double t_dead = 0;
+    while (!reaped && gp_now() - t0 < g_timeout) {
+        ucp_worker_progress(s->u.worker);
+        if (waitpid(g_child, &status, WNOHANG) == g_child) {
+            reaped = 1;
+            t_dead = gp_now();
+        }
+    }
+    if (!reaped) {
+        kill(g_child, SIGKILL);
+        waitpid(g_child, &status, 0);
+        t_dead = gp_now();
+    }
+    printf("ucp_verify: child %s after %.1f ms\n",
+           WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? "SIGKILLed" : "ended",
+           (t_dead - t0) * 1e3);
+    /* after the death: one more small and one more large send */
+    r[nreq++] = gp_ucp_isend(&s->u, buf, 8, 3);
+    r[nreq++] = gp_ucp_isend(&s->u, buf, len, 4);
+    for (;;) {
+        ok = err = pending = 0;
+        for (int i = 0; i < nreq; ++i) {
+            ucs_status_t st = r[i] == NULL            ? UCS_OK
+                              : UCS_PTR_IS_ERR(r[i]) ? UCS_PTR_STATUS(r[i])
+                                                     : ucp_request_check_status(r[i]);
+            if (st == UCS_INPROGRESS) {
+                ++pending;
+            } else if (st == UCS_OK) {
+                ++ok;
+            } else {
+                ++err;
+            }
+        }
+        if (pending == 0 || gp_now() - t_dead > g_timeout) {
+            break;
+        }
+        ucp_worker_progress(s->u.worker);
+    }
+    const double waited = gp_now() - t_dead;
+    printf("ucp_verify: kill-peer: %d sends ok, %d with error, %d pending after "
+           "%.2f s; endpoint error callback: %s%s%s\n", ok, err, pending, waited,
+           s->u.ep_failed ? "yes (" : "no",
+           s->u.ep_failed ? ucs_status_string(s->u.ep_status) : "",
+           s->u.ep_failed ? ")" : "");
+    for (int i = 0; i < nreq; ++i) {
+        if (UCS_PTR_IS_PTR(r[i])) {
+            if (ucp_request_check_status(r[i]) == UCS_INPROGRESS) {
+                ucp_request_cancel(s->u.worker, r[i]);
+            }
+            ucp_request_free(r[i]);
+        }
+    }
+    gp_ucp_close(&s->u, 1);
+    gp_mem_free(v->o.mem, buf);
+    int pass = (err > 0 || s->u.ep_failed) && pending == 0;
+    printf("ucp_verify: kill-peer %s: %s within %.0f s\n", pass ? "passed" : "FAILED",
+           pass ? "the error was reported" : "no error reported / requests hung",
+           g_timeout);
+    return pass ? 0 : 1;
+}
+
+static int kill_peer_child(side_t *s, vx_t *v)
+{
+    const size_t len = v->o.max;
+    enum { NRECV = 4 };
+    ucs_status_ptr_t r[NRECV];
+    void *buf = gp_mem_alloc(v->o.mem, len);
+    if (buf == NULL || gp_ucp_recv(&s->u, buf, len, 1, NULL, OP_TIMEOUT) != UCS_OK) {
+        _exit(3);
+    }
+    for (int i = 0; i < NRECV; ++i) {
+        r[i] = gp_ucp_irecv(&s->u, buf, len, 2, NULL);
+    }
+    char c = 'k';
+    gp_fd_write(s->fd, &c, 1);
+    /* progress a little (some of the data moves), then die mid-transfer */
+    const double t0 = gp_now();
+    while (gp_now() - t0 < 0.002) {
+        ucp_worker_progress(s->u.worker);
+    }
+    kill(getpid(), SIGKILL);
+    (void)r;
+    _exit(4);
+}
+
+/* -------------------------------------------------------- memtest-crash -- */
+static int memtest_loopback(side_t *s)
+{
+    /* the same worker talks to itself (the 'self' transport in section 2) */
+    ucp_address_t *addr = NULL;
+    size_t alen = 0;
+    ucp_ep_h self_ep = NULL;
+    int bad = 0;
+    if (ucp_worker_get_address(s->u.worker, &addr, &alen) != UCS_OK) {
+        return 1;
+    }
+    ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                          .address = addr};
+    ucs_status_t st = ucp_ep_create(s->u.worker, &ep, &self_ep);
+    ucp_worker_release_address(s->u.worker, addr);
+    if (st != UCS_OK) {
+        fprintf(stderr, "ucp_verify: loopback ep: %s\n", ucs_status_string(st));
+        return 1;
+    }
+    ucp_ep_h peer_ep = s->u.ep;
+    s->u.ep = self_ep; /* gp_ucp_* send on u.ep */
+    char hs[64], hr[64];
+    memset(hs, 'h', sizeof(hs));
+    ucs_status_ptr_t rr = gp_ucp_irecv(&s->u, hr, sizeof(hr), 100, NULL);
+    st = gp_ucp_send(&s->u, hs, sizeof(hs), 100, OP_TIMEOUT);
+    if (st != UCS_OK || gp_ucp_wait(&s->u, rr, 1, NULL, OP_TIMEOUT) != UCS_OK ||
+        memcmp(hs, hr, sizeof(hs)) != 0) {
+        fprintf(stderr, "ucp_verify: loopback host message failed\n");
+        bad++;
+    }
+    /* device buffers allocated after the host message, sizes on the inline
+     * (short) path; without and with the memory-type hint */
+    for (int hint = 0; hint < 2 && !bad; ++hint) {
+        for (size_t size = 1; size <= 64; size *= 4) {
+            void *ds = gp_devmem_alloc(size), *dr = gp_devmem_alloc(size);
+            uint32_t seed = gp_pattern_seed(size, (uint64_t)hint, 0);
+            gp_mem_diff_t d;
+            if (ds == NULL || dr == NULL || gp_mem_fill(GP_MEM_CUDA, ds, size, seed) ||
+                gp_devmem_memset(dr, 0, size)) {
+                bad++;
+                break;
+            }
+            ucp_request_param_t p = {.op_attr_mask = 0};
+            if (hint) {
+                p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+                p.memory_type = UCS_MEMORY_TYPE_CUDA;
+            }
+            ucp_tag_recv_info_t info;
+            ucp_request_param_t pr = p;
+            pr.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+            pr.recv_info.tag_info = &info;
+            rr = ucp_tag_recv_nbx(s->u.worker, dr, size, 200, (ucp_tag_t)-1, &pr);
+            ucs_status_ptr_t sr = ucp_tag_send_nbx(self_ep, ds, size, 200, &p);
+            if (gp_ucp_wait(&s->u, sr, 0, NULL, OP_TIMEOUT) != UCS_OK ||
+                gp_ucp_wait(&s->u, rr, 1, NULL, OP_TIMEOUT) != UCS_OK ||
+                gp_mem_verify(GP_MEM_CUDA, dr, size, seed, &d) != 0 || d.bad) {
+                fprintf(stderr, "ucp_verify: loopback device message of %zu B "
+                        "(%s hint) failed\n", size, hint ? "with" : "no");
+                bad++;
+            }
+            gp_devmem_free(ds);
+            gp_devmem_free(dr);
+        }
+    }
+    s->u.ep = self_ep;
+    ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    ucs_status_ptr_t cr = ucp_ep_close_nbx(self_ep, &cp);
+    gp_ucp_wait(&s->u, cr, 0, NULL, OP_TIMEOUT);
+    s->u.ep = peer_ep;
+    return bad;
+}
+
+static int memtest_crash(side_t *s)
+{
+    int bad = 0;
+    char h[64];
+    /* 1: a host message between the processes */
+    memset(h, s->rank ? 0 : 'h', sizeof(h));
+    ucs_status_t st = s->rank == 0 ? gp_ucp_send(&s->u, h, sizeof(h), 50, OP_TIMEOUT)
+                                   : gp_ucp_recv(&s->u, h, sizeof(h), 50, NULL,
+                                                 OP_TIMEOUT);
+    if (st != UCS_OK || h[0] != 'h' || h[63] != 'h') {
+        fprintf(stderr, "ucp_verify: rank %d: host message failed\n", s->rank);
+        return 1;
+    }
+    /* 2: small device buffers allocated now, sent without a hint */
+    for (size_t size = 1; size <= 256; size *= 2) {
+        void *d = gp_devmem_alloc(size);
+        uint32_t seed = gp_pattern_seed(size, 9, 0);
+        gp_mem_diff_t diff;
+        if (d == NULL) {
+            return 1;
+        }
+        if (s->rank == 0) {
+            bad += gp_mem_fill(GP_MEM_CUDA, d, size, seed) != 0 ||
+                   gp_ucp_send(&s->u, d, size, 60, OP_TIMEOUT) != UCS_OK;
+        } else {
+            bad += gp_devmem_memset(d, 0, size) != 0 ||
+                   gp_ucp_recv(&s->u, d, size, 60, NULL, OP_TIMEOUT) != UCS_OK ||
+                   gp_mem_verify(GP_MEM_CUDA, d, size, seed, &diff) != 0 || diff.bad;
+        }
+        gp_devmem_free(d);
+    }
+    /* 3: the same inside one process (loopback, as in the notes) */
+    if (s->rank == 0) {
+        bad += memtest_loopback(s);
+    }
+    return bad;
+}
+
+/* ------------------------------------------------------------------ main -- */
+static int run_side(vx_t *v, int rank, int fd)
+{
+    side_t s = {.fd = fd, .rank = rank};
+    /* a dead peer must be noticed quickly; the default interval is 20 s */
+    static const char *const kp_mods[] = {"KEEPALIVE_INTERVAL", "1s", NULL};
+    const int kp_env = getenv("UCX_KEEPALIVE_INTERVAL") != NULL;
+    if (v->o.mem == GP_MEM_CUDA && gp_devmem_init(v->o.device, rank) != 0) {
+        return 1;
+    }
+    if (v->o.alloc_before && !g_kill_peer && !g_memtest && vx_alloc(v) != 0) {
+        return 1;
+    }
+    if (gp_ucp_open_cfg(&s.u, (g_kill_peer && !kp_env) ? kp_mods : NULL) != 0 ||
+        gp_ucp_connect(&s.u, fd, g_kill_peer) != 0) {
+        return 1;
+    }
+    if (g_kill_peer) {
+        if (rank == 0) {
+            printf("ucp_verify: kill-peer, %zu B %s messages, keepalive %s\n",
+                   v->o.max, gp_mem_name(v->o.mem),
+                   kp_env ? getenv("UCX_KEEPALIVE_INTERVAL") : "1s");
+            fflush(stdout);
+        }
+        return rank == 0 ? kill_peer_parent(&s, v) : kill_peer_child(&s, v);
+    }
+    int rc;
+    if (g_memtest) {
+        rc = memtest_crash(&s);
+        long total = u_sum(&s, rc);
+        if (rank == 0) {
+            printf("ucp_verify: memtest-crash %s\n", total ? "FAILED" : "passed");
+        }
+        rc = total != 0;
+    } else {
+        if (!v->o.alloc_before && vx_alloc(v) != 0) {
+            return 1;
+        }
+        vx_comm_t c = {.ctx = &s, .rank = rank, .send = u_send, .recv = u_recv,
+                       .isend = u_isend, .irecv = u_irecv, .wait = u_wait,
+                       .barrier = u_barrier, .sum = u_sum, .abort = u_abort};
+        rc = vx_run(v, &c) != 0;
+    }
+    gp_fd_barrier(fd);
+    gp_ucp_close(&s.u, 0);
+    if (v->allocated) {
+        vx_free(v);
+    }
+    if (v->o.mem == GP_MEM_CUDA) {
+        gp_devmem_fini();
+    }
+    return rc;
+}
+
+static volatile sig_atomic_t g_child_reaped, g_child_status;
+
+static void on_sigchld(int sig)
+{
+    int wst = 0;
+    (void)sig;
+    if (waitpid(g_child, &wst, WNOHANG) != g_child) {
+        return;
+    }
+    g_child_reaped = 1;
+    g_child_status = wst;
+    /* exit codes 0/1 are results; signals and 2+ mean it broke off */
+    if (!WIFEXITED(wst) || WEXITSTATUS(wst) > 1) {
+        static const char msg[] = "ucp_verify: child process failed\n";
+        ssize_t n = write(2, msg, sizeof(msg) - 1);
+        (void)n;
+        _exit(2);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    vx_t v;
+    int prc = vx_parse(&v, "ucp_verify", argc, argv, "", extra_opt, g_usage);
+    if (prc != 0) {
+        return prc > 0 ? 0 : 1;
+    }
+    if (g_memtest && v.o.mem != GP_MEM_CUDA) {
+        fprintf(stderr, "ucp_verify: --memtest-crash needs -d cuda\n");
+        return 1;
+    }
+    if (g_kill_peer && v.o.max < ((size_t)1 << 20)) {
+        fprintf(stderr, "ucp_verify: --kill-peer needs --max >= 1M\n");
+        return 1;
+    }
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        perror("socketpair");
+        return 1;
+    }
+    fflush(stdout);
+    g_child = fork();
+    if (g_child < 0) {
+        perror("fork");
+        return 1;
+    }
+    if (g_child == 0) {
+        close(sv[0]);
+        _exit(run_side(&v, 1, sv[1]));
+    }
+    close(sv[1]);
+    if (!g_kill_peer) {
+        /* a child that dies unexpectedly ends the parent too (no hang) */
+        struct sigaction sa = {.sa_handler = on_sigchld, .sa_flags = SA_NOCLDSTOP};
+        sigaction(SIGCHLD, &sa, NULL);
+    }
+    int rc = run_side(&v, 0, sv[0]);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL); /* no reaping behind our back now */
+    close(sv[0]);
+    if (!g_kill_peer) {
+        int wst = 0;
+        /* the SIGCHLD handler may run on another (UCX) thread and reap the
+         * child first: then waitpid fails with ECHILD and the handler's
+         * record (published right after its waitpid) is the answer */
+        pid_t w = waitpid(g_child, &wst, 0);
+        if ((w != g_child) && (errno == ECHILD)) {
+            for (int spin = 0; !g_child_reaped && spin < 100000; ++spin) {
+                sched_yield();
+            }
+        }
+        if ((w != g_child) && g_child_reaped) {
+            w   = g_child;
+            wst = g_child_status;
+        }
+        if (w != g_child || !WIFEXITED(wst) ||
+            WEXITSTATUS(wst) != 0) {
+            fprintf(stderr, "ucp_verify: child failed (status 0x%x)\n", wst);
+            rc = 1;
+        }
+    }
+    return rc;
+}

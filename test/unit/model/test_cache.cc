@@ -1,0 +1,314 @@
+// On-disk calibration cache: round trip, stale/corrupt files, concurrency.
+#include "fake_prober.hpp"
+
+#include "gdrpipe/log.hpp"
+#include "gdrpipe/model/calib_cache.hpp"
+#include "gdrpipe/model/obtain.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace gdrpipe::model;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char tmpl[] = "/tmp/gdrpipe-model-test-XXXXXX";
+        const char *p = ::mkdtemp(tmpl);
+        REQUIRE(p != nullptr);
+        path = p;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+CalibKey key_a() {
+    CalibKey k;
+    k.local_gpu_uuid = "GPU-1111aaaa-0000-0000-0000-000000000001";
+    k.remote_gpu_uuid = "GPU-2222bbbb-0000-0000-0000-000000000002";
+    k.local_pci_bus_id = "0000:19:00.0";
+    k.remote_pci_bus_id = "0000:3b:00.0";
+    k.peer_relation = "nvlink:18";
+    k.wire_kind = "cuda_ipc";
+    k.driver_version = "580.159.04";
+    k.gdrpipe_version = "0.1.0";
+    return k;
+}
+
+CalibRecord sample_record(std::uint64_t seed = 1) {
+    fake::FakeProber fp(fake::pcie_peer_direct(), fake::pcie_staged(), seed);
+    CalibOptions o;
+    o.clock = fp.clock();
+    o.budget_s = 2.0;
+    CalibResult r = calibrate(fp, o);
+    REQUIRE(r.status == CalibStatus::ok);
+    return r.record;
+}
+
+std::string read_all(const std::string &p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write_all(const std::string &p, const std::string &s) {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out << s;
+}
+
+std::vector<std::string> warnings;
+void capture(gdrpipe::LogLevel level, const char *, int, const char *msg) {
+    if (level == gdrpipe::LogLevel::warn) warnings.emplace_back(msg);
+}
+
+} // namespace
+
+TEST_CASE("cache round trip keeps every field", "[model][cache]") {
+    TempDir d;
+    const CalibCache cache(d.path);
+    const CalibRecord rec = sample_record();
+    CHECK_FALSE(cache.load(key_a()).has_value());
+    REQUIRE(cache.store(key_a(), rec));
+    std::string why;
+    const std::optional<CalibRecord> back = cache.load(key_a(), &why);
+    INFO(why);
+    REQUIRE(back.has_value());
+    CHECK(*back == rec);
+    CHECK(back->model.threshold() == rec.model.threshold());
+    CHECK(back->model.choose(12345) == rec.model.choose(12345));
+    // the file is small text holding the full key and a checksum
+    const std::string text = read_all(cache.path_for(key_a()));
+    CHECK(text.size() < 16384);
+    CHECK(text.find("key.driver_version 580.159.04") != std::string::npos);
+    CHECK(text.rfind("checksum ") != std::string::npos);
+    // no temporary files are left behind
+    int files = 0;
+    for (const auto &e : fs::directory_iterator(d.path)) {
+        (void)e;
+        ++files;
+    }
+    CHECK(files == 1);
+    CHECK(cache.erase(key_a()));
+    CHECK_FALSE(cache.load(key_a()).has_value());
+}
+
+TEST_CASE("infinite thresholds, missing paths and odd key text survive", "[model][cache]") {
+    TempDir d;
+    const CalibCache cache(d.path);
+    CalibRecord rec;
+    std::vector<MeasuredPoint> t = {{1, std::nullopt, 1e-5}, {1024, std::nullopt, 1.2e-5}};
+    rec.model = CostModel::fit(t, PipelineParams{});
+    rec.date = "2026-11-30T12:00:00Z";
+    CalibKey k = key_a();
+    k.peer_relation = "pcie p2p % 100\nweird";
+    k.wire_kind = "";
+    REQUIRE(cache.store(k, rec));
+    const std::optional<CalibRecord> back = cache.load(k);
+    REQUIRE(back.has_value());
+    CHECK(*back == rec);
+    CalibRecord never;
+    never.model = CostModel::fixed(kNever);
+    REQUIRE(cache.store(key_a(), never));
+    REQUIRE(cache.load(key_a()).has_value());
+    CHECK(cache.load(key_a())->model.threshold() == kNever);
+}
+
+TEST_CASE("a file for another key is ignored", "[model][cache]") {
+    TempDir d;
+    const CalibCache cache(d.path);
+    REQUIRE(cache.store(key_a(), sample_record()));
+    CalibKey other = key_a();
+    other.driver_version = "590.1.2";
+    CHECK(key_hash(other) != key_hash(key_a()));
+    CHECK(cache.path_for(other) != cache.path_for(key_a()));
+    CHECK_FALSE(cache.load(other).has_value());
+    // even when it sits at the other key's path (a hash collision)
+    fs::copy_file(cache.path_for(key_a()), cache.path_for(other));
+    std::string why;
+    CHECK_FALSE(cache.load(other, &why).has_value());
+    CHECK(why.find("driver_version") != std::string::npos);
+    // every field of the key counts
+    CalibKey swapped = key_a();
+    std::swap(swapped.local_gpu_uuid, swapped.remote_gpu_uuid);
+    CHECK(key_hash(swapped) != key_hash(key_a()));
+}
+
+TEST_CASE("corrupt and truncated files are ignored, then rewritten", "[model][cache]") {
+    TempDir d;
+    const CalibCache cache(d.path);
+    const CalibRecord rec = sample_record();
+    REQUIRE(cache.store(key_a(), rec));
+    const std::string path = cache.path_for(key_a());
+    const std::string good = read_all(path);
+
+    SECTION("one changed digit") {
+        std::string bad = good;
+        const std::size_t at = bad.find("threshold ") + 10;
+        bad[at] = bad[at] == '9' ? '8' : '9';
+        write_all(path, bad);
+        std::string why;
+        CHECK_FALSE(cache.load(key_a(), &why).has_value());
+        CHECK(why == "checksum mismatch");
+    }
+    SECTION("truncated") {
+        for (std::size_t len : {std::size_t{0}, std::size_t{10}, good.size() / 2, good.size() - 1}) {
+            write_all(path, good.substr(0, len));
+            CHECK_FALSE(cache.load(key_a()).has_value());
+        }
+    }
+    SECTION("garbage") {
+        write_all(path, "hello\nchecksum 0000000000000000\n");
+        CHECK_FALSE(cache.load(key_a()).has_value());
+    }
+    // obtain() recalibrates and replaces the bad file
+    fake::FakeProber fp(fake::pcie_peer_direct(), fake::pcie_staged(), 3);
+    CalibOptions o;
+    o.clock = fp.clock();
+    o.budget_s = 2.0;
+    const Obtained got = obtain_calibration(key_a(), fp, o, &cache, false);
+    REQUIRE(got.status == CalibStatus::ok);
+    CHECK(got.source == Source::measured);
+    CHECK(got.stored);
+    CHECK(fp.probes > 0);
+    REQUIRE(cache.load(key_a()).has_value());
+    CHECK(*cache.load(key_a()) == got.record);
+}
+
+TEST_CASE("obtain uses the cache unless forced; cancelled runs store nothing", "[model][cache]") {
+    TempDir d;
+    const CalibCache cache(d.path);
+    fake::FakeProber fp(fake::pcie_peer_direct(), fake::pcie_staged(), 12);
+    CalibOptions o;
+    o.clock = fp.clock();
+    o.budget_s = 2.0;
+
+    std::atomic<bool> stop{true};
+    CalibOptions oc = o;
+    oc.cancel = &stop;
+    const Obtained c = obtain_calibration(key_a(), fp, oc, &cache, false);
+    CHECK(c.status == CalibStatus::cancelled);
+    CHECK_FALSE(c.stored);
+    CHECK_FALSE(fs::exists(cache.path_for(key_a())));
+
+    const Obtained first = obtain_calibration(key_a(), fp, o, &cache, false);
+    REQUIRE(first.status == CalibStatus::ok);
+    CHECK(first.source == Source::measured);
+    const std::size_t probes = fp.probes;
+    const Obtained second = obtain_calibration(key_a(), fp, o, &cache, false);
+    REQUIRE(second.status == CalibStatus::ok);
+    CHECK(second.source == Source::cache);
+    CHECK(fp.probes == probes); // nothing measured
+    CHECK(second.record == first.record);
+    const Obtained forced = obtain_calibration(key_a(), fp, o, &cache, true);
+    REQUIRE(forced.status == CalibStatus::ok);
+    CHECK(forced.source == Source::measured);
+    CHECK(fp.probes > probes);
+    const Obtained nocache = obtain_calibration(key_a(), fp, o, nullptr, false);
+    CHECK(nocache.source == Source::measured);
+    CHECK_FALSE(nocache.stored);
+}
+
+TEST_CASE("concurrent writers never leave a torn file", "[model][cache]") {
+    TempDir d;
+    const CalibCache cache(d.path);
+    std::vector<CalibRecord> recs;
+    for (int i = 0; i < 8; ++i) {
+        CalibRecord r;
+        r.model = CostModel::fixed(std::size_t{1000} + static_cast<std::size_t>(i));
+        r.date = "writer-" + std::to_string(i);
+        r.pipeline_trials.resize(static_cast<std::size_t>(50 + i * 20)); // different lengths
+        recs.push_back(r);
+    }
+    std::vector<pid_t> kids;
+    for (int i = 0; i < 8; ++i) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            int bad = 0;
+            for (int j = 0; j < 40; ++j) {
+                if (!cache.store(key_a(), recs[static_cast<std::size_t>(i)])) bad |= 1;
+                // a reader in the middle of the storm sees a whole file or none
+                if (fs::exists(cache.path_for(key_a())) && !cache.load(key_a()).has_value()) bad |= 2;
+            }
+            ::_exit(bad);
+        }
+        kids.push_back(pid);
+    }
+    for (pid_t pid : kids) {
+        int st = 0;
+        REQUIRE(::waitpid(pid, &st, 0) == pid);
+        CHECK(WIFEXITED(st));
+        CHECK(WEXITSTATUS(st) == 0);
+    }
+    const std::optional<CalibRecord> got = cache.load(key_a());
+    REQUIRE(got.has_value());
+    bool matches_one = false;
+    for (const CalibRecord &r : recs) matches_one = matches_one || (*got == r);
+    CHECK(matches_one);
+    int files = 0;
+    for (const auto &e : fs::directory_iterator(d.path)) {
+        (void)e;
+        ++files;
+    }
+    CHECK(files == 1); // no temporary files left
+}
+
+TEST_CASE("an unwritable location is a warning, not a failure", "[model][cache]") {
+    TempDir d;
+    const std::string blocker = d.path + "/not-a-dir";
+    write_all(blocker, "x");
+    const CalibCache cache(blocker + "/sub");
+    warnings.clear();
+    gdrpipe::set_log_sink(&capture, gdrpipe::LogLevel::warn);
+    const bool ok = cache.store(key_a(), CalibRecord{});
+    const std::optional<CalibRecord> got = cache.load(key_a());
+    gdrpipe::set_log_sink(nullptr, gdrpipe::LogLevel::warn);
+    CHECK_FALSE(ok);
+    CHECK_FALSE(got.has_value());
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("not cached") != std::string::npos);
+
+    // obtain() still returns the fresh measurement
+    fake::FakeProber fp(fake::nvlink_direct(), fake::pcie_staged(), 2);
+    CalibOptions o;
+    o.clock = fp.clock();
+    o.budget_s = 2.0;
+    gdrpipe::set_log_sink(&capture, gdrpipe::LogLevel::warn);
+    const Obtained r = obtain_calibration(key_a(), fp, o, &cache, false);
+    gdrpipe::set_log_sink(nullptr, gdrpipe::LogLevel::warn);
+    CHECK(r.status == CalibStatus::ok);
+    CHECK_FALSE(r.stored);
+}
+
+TEST_CASE("default cache directory follows XDG_CACHE_HOME, then HOME", "[model][cache]") {
+    const char *old_xdg = std::getenv("XDG_CACHE_HOME");
+    const char *old_home = std::getenv("HOME");
+    const std::string sx = old_xdg ? old_xdg : "", sh = old_home ? old_home : "";
+    ::setenv("XDG_CACHE_HOME", "/x/cache", 1);
+    ::setenv("HOME", "/home/u", 1);
+    CHECK(CalibCache::default_dir() == "/x/cache/gdrpipe");
+    CHECK(CalibCache().dir() == "/x/cache/gdrpipe");
+    ::setenv("XDG_CACHE_HOME", "relative", 1); // not absolute: ignored, as the XDG spec says
+    CHECK(CalibCache::default_dir() == "/home/u/.cache/gdrpipe");
+    ::unsetenv("XDG_CACHE_HOME");
+    CHECK(CalibCache::default_dir() == "/home/u/.cache/gdrpipe");
+    ::unsetenv("HOME");
+    CHECK(CalibCache::default_dir().empty());
+    if (old_xdg) ::setenv("XDG_CACHE_HOME", sx.c_str(), 1);
+    if (old_home) ::setenv("HOME", sh.c_str(), 1);
+}

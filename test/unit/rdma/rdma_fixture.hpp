@@ -1,0 +1,185 @@
+// Shared fixture of the RDMA unit tests: two endpoints on one fake fabric,
+// each with a registrar, a transfer engine and two "copy engines" (threads
+// that run the stage steps with a configurable delay, like CUDA streams).
+#pragma once
+#include <gdrpipe/rdma/fake_backend.hpp>
+#include <gdrpipe/rdma/transfer.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace rdma_test {
+
+using namespace gdrpipe::rdma;
+using Clock = std::chrono::steady_clock;
+
+// A serial asynchronous copier: one job at a time, each after `delay`.
+class Copier {
+  public:
+    explicit Copier(std::chrono::microseconds delay = std::chrono::microseconds(0))
+        : delay_(delay), t_([this] { run(); }) {}
+    ~Copier() {
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        t_.join();
+    }
+    void submit(const void *src, void *dst, std::size_t n, StageOps::Done done) {
+        std::lock_guard<std::mutex> g(mu_);
+        q_.push_back(Job{src, dst, n, std::move(done)});
+        cv_.notify_all();
+    }
+    void set_delay(std::chrono::microseconds d) { delay_us_.store(d.count()); }
+    std::atomic<int> fail_next{0};
+    std::atomic<int> copies{0};
+
+  private:
+    struct Job {
+        const void *src;
+        void *dst;
+        std::size_t n;
+        StageOps::Done done;
+    };
+    void run() {
+        std::unique_lock<std::mutex> lk(mu_);
+        for (;;) {
+            cv_.wait(lk, [this] { return stop_ || !q_.empty(); });
+            if (q_.empty()) {
+                return; // stop requested and nothing left
+            }
+            Job j = std::move(q_.front());
+            q_.pop_front();
+            lk.unlock();
+            const long long us = delay_us_.load();
+            if (us > 0) {
+                std::this_thread::sleep_for(std::chrono::microseconds(us));
+            }
+            int st = 0;
+            if (fail_next.load() > 0) {
+                fail_next.fetch_sub(1);
+                st = -EIO;
+            } else {
+                std::memcpy(j.dst, j.src, j.n);
+                copies.fetch_add(1);
+            }
+            j.done(st);
+            lk.lock();
+        }
+    }
+    std::chrono::microseconds delay_;
+    std::atomic<long long> delay_us_{delay_.count()};
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<Job> q_;
+    bool stop_ = false;
+    std::thread t_;
+};
+
+struct Side {
+    std::unique_ptr<Backend> be;
+    std::unique_ptr<Context> ctx;
+    std::unique_ptr<ProtectionDomain> pd;
+    std::unique_ptr<Registrar> reg;
+    Copier out, in;
+    std::unique_ptr<TransferEngine> eng;
+    int conn_errors = 0;
+};
+
+struct Pair {
+    explicit Pair(FakeConfig fc = {}, TransferConfig tc = small_config(),
+                  DeviceRegHooks hooks = {}, RegistrarConfig rc = {})
+        : fab(fc) {
+        for (Side *s : {&a, &b}) {
+            s->be = fab.backend();
+            auto ports = s->be->ports();
+            REQUIRE(!ports.empty());
+            auto ctx = s->be->open(ports[0]);
+            REQUIRE(ctx);
+            s->ctx = std::move(ctx.value());
+            auto pd = s->ctx->alloc_pd();
+            REQUIRE(pd);
+            s->pd = std::move(pd.value());
+            s->reg = std::make_unique<Registrar>(*s->pd, hooks, rc);
+            StageOps ops;
+            ops.stage_out = [s](const void *src, void *dst, std::size_t n, StageOps::Done d) {
+                s->out.submit(src, dst, n, std::move(d));
+            };
+            ops.stage_in = [s](const void *src, void *dst, std::size_t n, StageOps::Done d) {
+                s->in.submit(src, dst, n, std::move(d));
+            };
+            auto eng = TransferEngine::create(*s->ctx, *s->pd, *s->reg, ops, tc,
+                                              [s](int, const std::string &) { ++s->conn_errors; });
+            REQUIRE(eng);
+            s->eng = std::move(eng.value());
+        }
+        const auto aa = a.eng->address();
+        const auto ba = b.eng->address();
+        REQUIRE(a.eng->connect(ba) == 0);
+        REQUIRE(b.eng->connect(aa) == 0);
+    }
+
+    static TransferConfig small_config() {
+        TransferConfig tc;
+        tc.slot_size = 16 * 1024;
+        tc.slots = 4;
+        tc.direct_threshold = 64 * 1024;
+        return tc;
+    }
+
+    // Progresses both engines until pred() or the timeout; returns pred().
+    bool run_until(const std::function<bool()> &pred, int timeout_ms = 10000) {
+        const auto end = Clock::now() + std::chrono::milliseconds(timeout_ms);
+        while (!pred()) {
+            if (Clock::now() > end) {
+                return false;
+            }
+            const int n = a.eng->progress() + b.eng->progress();
+            if (n == 0) {
+                std::this_thread::sleep_for(std::chrono::microseconds(20));
+            }
+        }
+        return true;
+    }
+    bool drain(int timeout_ms = 10000) {
+        return run_until([this] { return a.eng->idle() && b.eng->idle(); }, timeout_ms);
+    }
+
+    FakeFabric fab; // first: outlives both sides
+    Side a, b;
+};
+
+inline std::vector<std::uint8_t> pattern(std::size_t n, unsigned seed) {
+    std::vector<std::uint8_t> v(n);
+    std::uint32_t x = seed * 2654435761u + 1;
+    for (auto &b : v) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        b = static_cast<std::uint8_t>(x);
+    }
+    return v;
+}
+
+// One transfer's outcome.
+struct Result {
+    bool done = false;
+    int status = 1;
+    StageOps::Done cb() {
+        return [this](int st) {
+            done = true;
+            status = st;
+        };
+    }
+};
+
+} // namespace rdma_test
