@@ -30,6 +30,7 @@ typedef struct gdrpipe_shm_ep {
     ucs_queue_head_t     pending_q;
     ucs_list_link_t      pending_link;
     int                  on_pending_list;
+    int                  fenced;     /* later operations wait for GPU transfers */
 } gdrpipe_shm_ep_t;
 
 typedef struct {
@@ -65,6 +66,7 @@ void gdrpipe_shm_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t c
                                   void *arg);
 ucs_status_t gdrpipe_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp);
+ucs_status_t gdrpipe_shm_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t gdrpipe_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp);
 unsigned gdrpipe_shm_iface_dispatch_pending(gdrpipe_shm_iface_t *iface);
