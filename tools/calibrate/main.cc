@@ -1,0 +1,175 @@
+// gdrpipe-calibrate: measures the direct/staged crossover between two GPUs of
+// this machine (or a GPU and host memory), caches it and plots it.
+#include "cli_options.hpp"
+#include "cuda_prober.hpp"
+
+#include "gdrpipe/cuda/context.hpp"
+#include "gdrpipe/cuda/driver.hpp"
+#include "gdrpipe/model/calib_cache.hpp"
+#include "gdrpipe/model/obtain.hpp"
+#include "gdrpipe/model/plot_svg.hpp"
+#include "gdrpipe/model/report.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#ifndef GP_VERSION
+#define GP_VERSION "unknown"
+#endif
+
+namespace gm = gdrpipe::model;
+namespace gc = gdrpipe::cuda;
+using namespace gdrpipe::calibrate_tool;
+
+namespace {
+
+std::atomic<bool> g_cancel{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_sigint(int) { g_cancel.store(true); }
+
+std::string uuid_string(const CUuuid &u) {
+    static const char hex[] = "0123456789abcdef";
+    std::string s = "GPU-";
+    for (int i = 0; i < 16; ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+        const auto b = static_cast<unsigned char>(u.bytes[i]);
+        s += hex[b >> 4];
+        s += hex[b & 15];
+    }
+    return s;
+}
+
+// Updating progress line on stderr once the calibration runs over a second.
+class ProgressLine {
+public:
+    explicit ProgressLine(bool enabled) : enabled_(enabled) {}
+    void update(const gm::CalibProgress &p) {
+        if (!enabled_ || p.elapsed_s < 1.0 || p.elapsed_s - last_ < 0.1) return;
+        last_ = p.elapsed_s;
+        std::fprintf(stderr, "\r  calibrating: %-6s probe %zu/~%zu, %s at %s, %.1f s of %.1f s   ",
+                     gm::phase_name(p.phase), p.probes_done, p.probes_planned, gm::path_name(p.path),
+                     gm::format_bytes(p.bytes).c_str(), p.elapsed_s, p.budget_s);
+        std::fflush(stderr);
+        shown_ = true;
+    }
+    void finish() {
+        if (shown_) std::fprintf(stderr, "\r%*s\r", 100, "");
+        shown_ = false;
+    }
+
+private:
+    bool enabled_;
+    bool shown_ = false;
+    double last_ = 0.0;
+};
+
+int run(const CliOptions &o) {
+    gc::Driver &drv = gc::driver();
+    if (!drv.available()) {
+        std::fprintf(stderr, "gdrpipe-calibrate: CUDA is not available: %s\n", drv.why_not().c_str());
+        return 1;
+    }
+    std::string err;
+    ProberConfig pc;
+    pc.dev_a = o.dev_a;
+    pc.dev_b = o.dev_b;
+    pc.to_host = o.to_host;
+    pc.capacity = o.max_bytes;
+    std::unique_ptr<CudaProber> prober = CudaProber::create(pc, &err);
+    if (!prober) {
+        std::fprintf(stderr, "gdrpipe-calibrate: %s\n", err.c_str());
+        return 1;
+    }
+
+    gc::DeviceManager &dm = gc::devices();
+    const gc::DeviceProps *pa = dm.props(o.dev_a);
+    const gc::DeviceProps *pb = o.to_host ? nullptr : dm.props(o.dev_b);
+    gm::CalibKey key;
+    key.local_gpu_uuid = uuid_string(pa->uuid);
+    key.local_pci_bus_id = pa->pci_bus_id;
+    key.remote_gpu_uuid = pb ? uuid_string(pb->uuid) : "host";
+    key.remote_pci_bus_id = pb ? pb->pci_bus_id : "host";
+    // The driver API only says whether peer access is possible, not over which link.
+    key.peer_relation = o.to_host ? "host" : prober->peer_access() ? "p2p" : "none";
+    key.wire_kind = "intra-host";
+    key.driver_version = std::to_string(drv.version());
+    key.gdrpipe_version = GP_VERSION;
+
+    std::printf("gdrpipe-calibrate %s: device %d (%s, %s) -> %s, peer access: %s\n", GP_VERSION, o.dev_a,
+                pa->name.c_str(), pa->pci_bus_id.c_str(),
+                pb ? ("device " + std::to_string(o.dev_b) + " (" + pb->name + ", " + pb->pci_bus_id + ")").c_str()
+                   : "host memory",
+                o.to_host ? "n/a" : prober->peer_access() ? "yes" : "no");
+    std::fflush(stdout);
+
+    std::optional<gm::CalibCache> cache;
+    if (!o.no_cache) {
+        cache.emplace(o.cache_dir);
+        if (cache->dir().empty()) {
+            std::fprintf(stderr, "gdrpipe-calibrate: no cache directory (HOME and XDG_CACHE_HOME unset; "
+                                 "use --cache-dir): not caching\n");
+            cache.reset();
+        }
+    }
+
+    gm::CalibOptions co;
+    co.max_bytes = o.max_bytes;
+    co.min_bytes = 1;
+    co.budget_s = o.budget_s;
+    co.cancel = &g_cancel;
+    ProgressLine line(!o.quiet && isatty(STDERR_FILENO));
+    co.progress = [&line](const gm::CalibProgress &p) { line.update(p); };
+
+    struct sigaction sa = {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    struct sigaction old_sa = {};
+    sigaction(SIGINT, &sa, &old_sa);
+    gm::Obtained got = gm::obtain_calibration(key, *prober, co, cache ? &*cache : nullptr, o.force);
+    sigaction(SIGINT, &old_sa, nullptr);
+    line.finish();
+
+    if (got.status != gm::CalibStatus::ok) {
+        std::fprintf(stderr, "gdrpipe-calibrate: calibration failed (%s): %s%s%s; nothing cached\n",
+                     gm::calib_status_name(got.status), got.message.c_str(),
+                     prober->first_error().empty() ? "" : "; first CUDA error: ",
+                     prober->first_error().c_str());
+        return 1;
+    }
+    std::fputs(gm::format_report(got.record, got.source).c_str(), stdout);
+    if (!prober->first_error().empty())
+        std::printf("note: a probe failed: %s\n", prober->first_error().c_str());
+    if (!cache) {
+        std::printf("cache: not used\n");
+    } else if (got.source == gm::Source::cache) {
+        std::printf("cache: read from %s (--force measures again)\n", cache->path_for(key).c_str());
+    } else if (got.stored) {
+        std::printf("cache: stored in %s\n", cache->path_for(key).c_str());
+    } else {
+        std::printf("cache: could not write %s\n", cache->path_for(key).c_str());
+    }
+    if (gm::write_svg(o.svg, got.record)) std::printf("plot: %s\n", o.svg.c_str());
+    else std::printf("plot: could not write %s\n", o.svg.c_str());
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    std::string err;
+    std::optional<CliOptions> o = parse_cli(argc, argv, &err);
+    if (!o) {
+        std::fprintf(stderr, "gdrpipe-calibrate: %s\n%s", err.c_str(), kUsage);
+        return 2;
+    }
+    if (o->help) {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    return run(*o);
+}
