@@ -3,23 +3,7 @@
 # with .device/ carried: the CUDA correctness checks of gdrpipe and the
 # benchmarks recorded in bench/RESULTS.md. Logs go to $OUT.
 set -u
-. .device/bundle/env.sh
-B=$PWD/.device/build
-P=$B/plugin/libuct_gdrpipe.so
-OUT=${OUT:-/tmp/gdrpipe-out}
-mkdir -p "$OUT"
-export UCX_WARN_UNUSED_ENV_VARS=n
-fails=0
-step() {   # step NAME TIMEOUT CMD...
-    local name=$1 t=$2; shift 2
-    echo "=== $name"
-    local s=$(date +%s.%N)
-    timeout --kill-after=5 "$t" "$@" > "$OUT/$name.log" 2>&1
-    local rc=$?
-    tail -n "${TAIL:-4}" "$OUT/$name.log"
-    printf '=== %s: rc=%d (%.1f s)\n' "$name" "$rc" "$(echo "$(date +%s.%N) - $s" | bc)"
-    [ $rc -eq 0 ] || fails=$((fails + 1))
-}
+. "$(dirname "$0")/common.sh"
 nvidia-smi -L
 ucx_info -v | head -1
 step info 30 "$B/tools/gdrpipe-info"

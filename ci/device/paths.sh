@@ -2,24 +2,7 @@
 # paths.sh -- on the GPU machine: the direct and staged data paths through
 # UCP/MPI with device buffers (correctness, then benchmarks). Logs to $OUT.
 set -u
-. .device/bundle/env.sh
-B=$PWD/.device/build
-P=$B/plugin/libuct_gdrpipe.so
-OUT=${OUT:-/tmp/gdrpipe-out}
-mkdir -p "$OUT"
-export UCX_WARN_UNUSED_ENV_VARS=n
-fails=0
-step() {   # step NAME TIMEOUT CMD...
-    local name=$1 t=$2; shift 2
-    echo "=== $name"
-    local s=$SECONDS
-    timeout --kill-after=5 "$t" "$@" > "$OUT/cur.log" 2>&1
-    local rc=$?
-    cat "$OUT/cur.log" >> "$OUT/steps.log"
-    tail -n "${TAIL:-3}" "$OUT/cur.log"
-    echo "=== $name: rc=$rc ($((SECONDS - s)) s)"
-    [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -iE "error|fail" "$OUT/cur.log" | head -5; }
-}
+. "$(dirname "$0")/common.sh"
 PRE="env LD_PRELOAD=$P UCX_TLS=gdrpipe,self"
 V=$B/test/integration/ucp_verify
 for p in direct staged; do

@@ -2,21 +2,7 @@
 # recheck.sh -- on the GPU machine: the correctness runs with device buffers
 # (shared GPU, both GPUs, both data paths) after a fix. Logs to $OUT.
 set -u
-. .device/bundle/env.sh
-B=$PWD/.device/build
-P=$B/plugin/libuct_gdrpipe.so
-OUT=${OUT:-/tmp/gdrpipe-out}
-mkdir -p "$OUT"
-export UCX_WARN_UNUSED_ENV_VARS=n
-fails=0
-step() {
-    local name=$1 t=$2; shift 2
-    timeout --kill-after=5 "$t" "$@" > "$OUT/cur.log" 2>&1
-    local rc=$?
-    cat "$OUT/cur.log" >> "$OUT/steps.log"
-    echo "=== $name: rc=$rc | $(grep -E 'checks passed|hooks:' "$OUT/cur.log" | tail -1)"
-    [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -E "FAIL|ERROR" "$OUT/cur.log" | head -3; }
-}
+. "$(dirname "$0")/common.sh"
 PRE="env LD_PRELOAD=$P UCX_TLS=gdrpipe,self"
 V=$B/test/integration/ucp_verify
 for p in direct staged; do
