@@ -14,7 +14,13 @@ total_pass=0
 total_fail=0
 rc=0
 
-count() {   # count <builddir> <label>
+run_suites() {   # run_suites <builddir> <label> <meson test args...>
+    local dir=$1 label=$2; shift 2
+    meson test -C "$dir" --print-errorlogs "$@" || rc=1
+    count "$dir" "$label"
+}
+
+count() {   # count <builddir> <label>: tally the last `meson test` of builddir
     local json=$1/meson-logs/testlog.json p f
     [ -f "$json" ] || { echo "no test log in $1"; rc=1; return; }
     p=$(grep -c '"result": "OK"' "$json" || true)
@@ -33,26 +39,20 @@ meson setup build-ci --wipe -Dwerror=true -Dbuildtype=debugoptimized >/dev/null 
 meson compile -C build-ci -j "$jobs" || exit 1
 
 echo "== tests"
-meson test -C build-ci --print-errorlogs --num-processes "$jobs" \
-    --suite unit --suite cudasim || rc=1
-meson test -C build-ci --print-errorlogs --num-processes 1 \
-    --suite integration || rc=1
-count build-ci main
+run_suites build-ci unit --num-processes "$jobs" --suite unit --suite cudasim
+run_suites build-ci integration --num-processes 1 --suite integration
 
 echo "== sanitizer build (address, undefined)"
 meson setup build-asan --wipe -Db_sanitize=address,undefined -Db_lundef=false \
     -Dbuildtype=debug >/dev/null ||
     meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug || exit 1
 meson compile -C build-asan -j "$jobs" || exit 1
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-    meson test -C build-asan --print-errorlogs --num-processes "$jobs" \
-    --suite unit --suite cudasim || rc=1
-count build-asan asan
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1
+run_suites build-asan asan --num-processes "$jobs" --suite unit --suite cudasim
+unset UBSAN_OPTIONS ASAN_OPTIONS
 
 echo "== valgrind"
-meson test -C build-ci --print-errorlogs --num-processes "$jobs" \
-    --setup valgrind --suite valgrind || rc=1
-count build-ci valgrind
+run_suites build-ci valgrind --num-processes "$jobs" --setup valgrind --suite valgrind
 
 shm_after=$(ls /dev/shm | wc -l)
 if [ "$shm_after" -gt "$shm_before" ]; then
