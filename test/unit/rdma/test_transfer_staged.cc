@@ -53,13 +53,14 @@ TEST_CASE("staged: automatic path choice follows the caller's threshold", "[rdma
 }
 
 TEST_CASE("staged: D2H, wire and H2D overlap", "[rdma][staged][timing]") {
-    // 12 chunks; each stage step 4 ms, the wire 3 ms per chunk. Done one
-    // after another that is 12 * (4 + 3 + 4) = 132 ms (plus credit trips);
-    // pipelined about (12 + 2) * 4 = 56 ms.
+    // 12 chunks; each stage step 20 ms, the wire 15 ms per chunk. Done one
+    // after another that is 12 * (20 + 15 + 20) = 660 ms (plus credit trips);
+    // pipelined about (12 + 2) * 20 = 280 ms. The steps are long so that
+    // scheduling noise on a loaded machine cannot blur the difference.
     FakeConfig fc;
-    fc.latency_us = 3000;
+    fc.latency_us = 15000;
     Pair p(fc);
-    const auto step = 4ms;
+    const auto step = 20ms;
     for (Side *s : {&p.a, &p.b}) {
         s->out.set_delay(step);
         s->in.set_delay(step);
@@ -75,7 +76,7 @@ TEST_CASE("staged: D2H, wire and H2D overlap", "[rdma][staged][timing]") {
     const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
     REQUIRE(r.status == 0);
     CHECK(std::memcmp(owner.data(), src.data(), n) == 0);
-    const auto serial = 12 * (step + 3ms + step);
+    const auto serial = 12 * (step + 15ms + step);
     INFO("wall " << wall.count() << " ms, serial " << serial.count() << " ms");
     CHECK(wall >= 12 * step);      // every stage step really ran
     CHECK(wall < serial * 3 / 4);  // and they overlapped
