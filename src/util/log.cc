@@ -18,8 +18,23 @@ LogLevel level_from_env() {
     return LogLevel::warn;
 }
 
-std::atomic<LogSink> g_sink{nullptr};
-std::atomic<int> g_max{static_cast<int>(level_from_env())};
+// Constant-initialised: the plugin's constructors log before this file's
+// dynamic initialisers may have run. -1 means "not read from the environment
+// yet".
+constinit std::atomic<LogSink> g_sink{nullptr};
+constinit std::atomic<int> g_max{-1};
+
+int max_level() noexcept {
+    int m = g_max.load(std::memory_order_relaxed);
+    if (m < 0) {
+        m = static_cast<int>(level_from_env());
+        int expected = -1;
+        if (!g_max.compare_exchange_strong(expected, m, std::memory_order_relaxed)) {
+            m = expected;
+        }
+    }
+    return m;
+}
 
 const char *level_name(LogLevel l) {
     switch (l) {
@@ -39,7 +54,7 @@ void set_log_sink(LogSink sink, LogLevel max_level) {
 }
 
 bool log_enabled(LogLevel level) noexcept {
-    return static_cast<int>(level) <= g_max.load(std::memory_order_relaxed);
+    return static_cast<int>(level) <= max_level();
 }
 
 void logf(LogLevel level, const char *file, int line, const char *fmt, ...) {
