@@ -29,9 +29,12 @@
 //  - if the 5 bytes lie within one aligned 8-byte word: one aligned 8-byte
 //    store (the other 3 bytes rewritten unchanged): atomic on x86-64;
 //  - else if they lie within one aligned 16-byte block: lock cmpxchg16b;
-//  - else bytes 1..4 are written first and the opcode byte last. Another CPU
-//    executing those bytes at that instant could see a mix; install early
-//    (gdrpipe does it from a constructor, before threads exist).
+//  - else bytes 1..4 are written first and the opcode byte last.
+// Even an atomic store does not make patching a function that another thread
+// is executing safe: that thread may be between two of the relocated
+// instructions (after `push %rbp`) and then fetch the middle of the jump.
+// Patch before other threads run: gdrpipe does it from its constructor,
+// before the application starts threads or touches CUDA.
 // The text page is made RWX for the write when the kernel allows it (so other
 // threads executing the same page keep running); under a W^X policy it falls
 // back to RW, then the original protection (read from /proc/self/maps) is

@@ -246,42 +246,9 @@ TEST_CASE("patch: refused functions are left untouched", "[hooks][patcher]")
     CHECK(call(&gp_t_short, 9, 0) == 9);
 }
 
-TEST_CASE("patch: concurrent callers while patching and unpatching", "[hooks][patcher]")
-{
-    using namespace gdrpipe::hooks;
-    // Only an entry whose 5-byte jump fits one aligned 8-byte word is
-    // patched with a single atomic store: the real driver's entries (16-byte
-    // aligned, no endbr64). gp_t_endbr's jump goes after the endbr64 and
-    // straddles a word (cmpxchg16b: atomic for data, but instruction fetch on
-    // another core may still see a torn instruction -- seen under ASan), and
-    // gp_t_unaligned is not atomic by design (see patcher.hpp). gdrpipe
-    // installs its hooks from a constructor, before other threads exist.
-    for (Fn f : {&gp_t_driver_like}) {
-        const int expected = call(f, 3, 1);
-        Patch p;
-        std::string err;
-        REQUIRE(prepare_patch(reinterpret_cast<void *>(f), reinterpret_cast<void *>(&hook_add_1000),
-                              p, err));
-        g_orig = reinterpret_cast<Fn>(p.trampoline);
-        std::atomic<bool> stop{false};
-        std::atomic<long> bad{0};
-        std::atomic<long> n{0};
-        std::thread t([&] {
-            while (!stop.load(std::memory_order_relaxed)) {
-                const int r = call(f, 3, 1);
-                if (r != expected && r != expected + 1000) {
-                    bad.fetch_add(1);
-                }
-                n.fetch_add(1, std::memory_order_relaxed);
-            }
-        });
-        for (int i = 0; i < 200; ++i) {
-            REQUIRE(apply_patch(p, err));
-            REQUIRE(unpatch_function(p, err));
-        }
-        stop = true;
-        t.join();
-        CHECK(bad.load() == 0);
-        CHECK(n.load() > 0);
-    }
-}
+// No test patches a function while other threads execute it: a thread can be
+// inside the first five bytes (after `push %rbp`, before `mov %rsp,%rbp`)
+// when the jump lands and then fetches the middle of the jump. That is why
+// gdrpipe installs its hooks from a constructor, before the application
+// starts threads or touches CUDA (see patcher.hpp).
+
