@@ -15,20 +15,21 @@ total_fail=0
 rc=0
 
 run_suites() {   # run_suites <builddir> <label> <meson test args...>
-    local dir=$1 label=$2; shift 2
+    local dir=$1 label=$2 setup="" a prev=""; shift 2
+    for a in "$@"; do [ "$prev" = --setup ] && setup=-$a; prev=$a; done
     meson test -C "$dir" --print-errorlogs "$@" || rc=1
-    count "$dir" "$label"
+    count "$dir" "$label" "$setup"
 }
 
-count() {   # count <builddir> <label>: tally the last `meson test` of builddir
-    local json=$1/meson-logs/testlog.json p f
+count() {   # count <builddir> <label> [-setup]: tally the last `meson test` run
+    local json=$1/meson-logs/testlog${3:-}.json p f
     [ -f "$json" ] || { echo "no test log in $1"; rc=1; return; }
     p=$(grep -c '"result": "OK"' "$json" || true)
     f=$(grep -c '"result": "\(FAIL\|TIMEOUT\|ERROR\|UNEXPECTEDPASS\)"' "$json" || true)
     echo "== $2: $p passed, $f failed"
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
-    cp "$1/meson-logs/testlog.txt" "$logdir/$2.txt" 2>/dev/null || true
+    cp "$1/meson-logs/testlog${3:-}.txt" "$logdir/$2.txt" 2>/dev/null || true
 }
 
 shm_before=$(ls /dev/shm | wc -l)
