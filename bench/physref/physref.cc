@@ -1,0 +1,478 @@
+// gdrpipe_physref -- the physical reference: what the hardware reaches between
+// two processes with no MPI, UCX or gdrpipe in between, measured in the same
+// run as the benchmarks it is compared with (bench/run_device.sh).
+//
+//   single: one process, one copy at a time, for each way of waiting for it
+//           (stream synchronize, cuStreamQuery spin, event spin, a flag the
+//           stream writes into mapped pinned memory, the synchronous API)
+//   pingpong: process A (GPU 0) and B (GPU 1) pull each other's buffer
+//           through a CUDA IPC mapping; one-way time = round trip / 2
+//   pull-bw: A pulls a window of messages from B's buffer, in flight on 1,
+//           2 or 4 streams; GB/s
+//   bibw:   both pull at once; total GB/s
+//   staged: A copies device->host into a pinned shared ring, B copies
+//           host->device out of it; GB/s
+//
+// Only the CUDA driver (dlopen'ed: $UCX_GDRPIPE_CUDA_LIB or libcuda.so.1).
+#include <cuda.h>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Api {
+#define FN(name, sym) decltype(&::name) name = nullptr;
+#include "physref_fns.def"
+#undef FN
+};
+Api cu;
+
+bool load() {
+    const char *lib = std::getenv("UCX_GDRPIPE_CUDA_LIB");
+    void *h = dlopen(lib != nullptr && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+        std::fprintf(stderr, "physref: %s\n", dlerror());
+        return false;
+    }
+    bool ok = true;
+#define FN(name, sym)                                                                    \
+    cu.name = reinterpret_cast<decltype(&::name)>(dlsym(h, sym));                        \
+    if (cu.name == nullptr && std::strcmp(sym, "cuStreamWriteValue64_v2") != 0) {        \
+        std::fprintf(stderr, "physref: %s missing\n", sym);                             \
+        ok = false;                                                                      \
+    }
+#include "physref_fns.def"
+#undef FN
+    return ok;
+}
+
+#define CK(call)                                                                         \
+    do {                                                                                 \
+        CUresult r_ = (call);                                                            \
+        if (r_ != CUDA_SUCCESS) {                                                        \
+            const char *s_ = nullptr;                                                    \
+            cu.cuGetErrorName(r_, &s_);                                                  \
+            std::fprintf(stderr, "physref: %s: %s (line %d)\n", #call, s_ ? s_ : "?",   \
+                         __LINE__);                                                      \
+            std::_Exit(2);                                                               \
+        }                                                                                \
+    } while (0)
+
+using Clock = std::chrono::steady_clock;
+double us_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// ---- shared state of the two processes ------------------------------------
+struct Shared {
+    std::atomic<int> ready[2];
+    std::atomic<uint64_t> turn;      // ping-pong token
+    std::atomic<uint64_t> barrier[2];
+    CUipcMemHandle handle[2];        // each side's buffer
+    std::atomic<uint64_t> produced;  // staged ring
+    std::atomic<uint64_t> consumed;
+    int ndev;
+};
+
+void barrier(Shared *sh, int me, uint64_t &gen) {
+    ++gen;
+    sh->barrier[me].store(gen, std::memory_order_release);
+    while (sh->barrier[1 - me].load(std::memory_order_acquire) < gen) {
+    }
+}
+
+struct Ctx {
+    CUdevice dev{};
+    CUcontext ctx{};
+    std::vector<CUstream> streams;
+    volatile uint64_t *flag = nullptr; // mapped pinned, written by the stream
+    CUdeviceptr flag_d = 0;
+    uint64_t seq = 0;
+    bool has_wv = false;
+};
+
+void ctx_init(Ctx &c, int ordinal, int nstreams) {
+    CK(cu.cuDeviceGet(&c.dev, ordinal));
+    CK(cu.cuDevicePrimaryCtxRetain(&c.ctx, c.dev));
+    CK(cu.cuCtxSetCurrent(c.ctx));
+    c.streams.resize(size_t(nstreams));
+    for (auto &s : c.streams) CK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    void *p = nullptr;
+    CK(cu.cuMemHostAlloc(&p, 4096, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    std::memset(p, 0, 4096);
+    c.flag = static_cast<volatile uint64_t *>(p);
+    CK(cu.cuMemHostGetDevicePointer(&c.flag_d, p, 0));
+    int attr = 0;
+    if (cu.cuStreamWriteValue64 != nullptr &&
+        cu.cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+                                c.dev) == CUDA_SUCCESS)
+        c.has_wv = attr != 0;
+}
+
+enum class Wait { sync, query, event, flag, api };
+const char *wait_name(Wait w) {
+    switch (w) {
+    case Wait::sync: return "stream-sync";
+    case Wait::query: return "query-spin";
+    case Wait::event: return "event-spin";
+    case Wait::flag: return "flag-spin";
+    case Wait::api: return "sync-api";
+    }
+    return "?";
+}
+
+// One copy and its completion, timed.
+double timed_copy(Ctx &c, CUevent ev, Wait w, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    CUstream s = c.streams[0];
+    auto t0 = Clock::now();
+    if (w == Wait::api) {
+        CK(cu.cuMemcpy(dst, src, n));
+        return us_since(t0);
+    }
+    CK(cu.cuMemcpyAsync(dst, src, n, s));
+    switch (w) {
+    case Wait::sync: CK(cu.cuStreamSynchronize(s)); break;
+    case Wait::query:
+        while (cu.cuStreamQuery(s) == CUDA_ERROR_NOT_READY) {
+        }
+        break;
+    case Wait::event:
+        CK(cu.cuEventRecord(ev, s));
+        while (cu.cuEventQuery(ev) == CUDA_ERROR_NOT_READY) {
+        }
+        break;
+    case Wait::flag: {
+        const uint64_t want = ++c.seq;
+        CK(cu.cuStreamWriteValue64(s, c.flag_d, want, 0));
+        while (*c.flag < want) {
+        }
+        break;
+    }
+    case Wait::api: break;
+    }
+    return us_since(t0);
+}
+
+int run_single(int iters) {
+    CK(cu.cuInit(0));
+    int ndev = 0;
+    CK(cu.cuDeviceGetCount(&ndev));
+    Ctx c;
+    ctx_init(c, 0, 1);
+    CUevent ev;
+    CK(cu.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    const size_t maxn = 64 << 10;
+    CUdeviceptr d0, d1 = 0;
+    CK(cu.cuMemAlloc(&d0, maxn));
+    void *pinned = nullptr;
+    CK(cu.cuMemHostAlloc(&pinned, maxn, CU_MEMHOSTALLOC_PORTABLE));
+    std::vector<char> pageable(maxn, 1);
+    if (ndev > 1) {
+        Ctx c1;
+        ctx_init(c1, 1, 1);
+        CK(cu.cuMemAlloc(&d1, maxn));
+        CK(cu.cuCtxSetCurrent(c.ctx));
+        cu.cuCtxEnablePeerAccess(c1.ctx, 0);
+    }
+    struct Op {
+        const char *name;
+        CUdeviceptr dst, src;
+    };
+    std::vector<Op> ops = {
+        {"H2D pinned", d0, CUdeviceptr(pinned)},
+        {"D2H pinned", CUdeviceptr(pinned), d0},
+        {"H2D pageable", d0, CUdeviceptr(pageable.data())},
+        {"D2H pageable", CUdeviceptr(pageable.data()), d0},
+    };
+    if (d1 != 0) ops.push_back({"D2D peer 0->1", d1, d0});
+    std::printf("# single: one process, one copy at a time, median of %d (us)\n", iters);
+    std::printf("%-14s %8s", "copy", "size");
+    std::vector<Wait> waits = {Wait::sync, Wait::query, Wait::event, Wait::api};
+    if (c.has_wv) waits.push_back(Wait::flag);
+    for (Wait w : waits) std::printf(" %12s", wait_name(w));
+    std::printf("\n");
+    for (const Op &op : ops) {
+        for (size_t n : {size_t(8), size_t(4096), size_t(64 << 10)}) {
+            std::printf("%-14s %8zu", op.name, n);
+            for (Wait w : waits) {
+                std::vector<double> t;
+                for (int i = 0; i < iters + 50; ++i) {
+                    double us = timed_copy(c, ev, w, op.dst, op.src, n);
+                    if (i >= 50) t.push_back(us);
+                }
+                std::printf(" %12.2f", median(t));
+            }
+            std::printf("\n");
+        }
+    }
+    std::fflush(stdout);
+    return 0;
+}
+
+// ---- two processes ---------------------------------------------------------
+constexpr size_t kBufBytes = size_t(256) << 20;
+constexpr size_t kRingChunk = size_t(2) << 20;
+constexpr unsigned kRingDepth = 4;
+
+struct Side {
+    int me;
+    Shared *sh;
+    Ctx c;
+    CUdeviceptr buf = 0;   // own buffer (pulled by the peer)
+    CUdeviceptr dst = 0;   // own destination of pulls
+    CUdeviceptr peer = 0;  // peer's buffer, imported
+    uint64_t gen = 0;
+};
+
+void pull_wait(Side &s, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    CK(cu.cuMemcpyAsync(dst, src, n, s.c.streams[0]));
+    if (s.c.has_wv) {
+        const uint64_t want = ++s.c.seq;
+        CK(cu.cuStreamWriteValue64(s.c.streams[0], s.c.flag_d, want, 0));
+        while (*s.c.flag < want) {
+        }
+    } else {
+        CK(cu.cuStreamSynchronize(s.c.streams[0]));
+    }
+}
+
+void pingpong(Side &s, int iters) {
+    if (s.me == 0)
+        std::printf("# pingpong: A pulls B's buffer, then B pulls A's; one-way us (median of "
+                    "%d round trips)\n%10s %10s\n",
+                    iters, "size", "one-way");
+    for (size_t n : {size_t(8), size_t(4096), size_t(64) << 10, size_t(1) << 20,
+                     size_t(4) << 20}) {
+        barrier(s.sh, s.me, s.gen);
+        std::vector<double> rt;
+        uint64_t base = s.sh->turn.load();
+        barrier(s.sh, s.me, s.gen);
+        for (int i = 0; i < iters + 20; ++i) {
+            const uint64_t mine = base + 2 * uint64_t(i) + uint64_t(s.me);
+            auto t0 = Clock::now();
+            while (s.sh->turn.load(std::memory_order_acquire) != mine) {
+            }
+            pull_wait(s, s.dst, s.peer, n);
+            s.sh->turn.store(mine + 1, std::memory_order_release);
+            if (s.me == 0) {
+                while (s.sh->turn.load(std::memory_order_acquire) != mine + 2) {
+                }
+                if (i >= 20) rt.push_back(us_since(t0));
+            }
+        }
+        if (s.me == 1) {
+            while (s.sh->turn.load(std::memory_order_acquire) != base + 2 * uint64_t(iters + 20)) {
+            }
+        }
+        if (s.me == 0) std::printf("%10zu %10.2f\n", n, median(rt) / 2);
+        std::fflush(stdout);
+    }
+}
+
+// Streams a window of pulls on `nstreams` streams (round robin); GB/s.
+double pull_window(Side &s, size_t n, unsigned window, unsigned nstreams, int reps) {
+    std::vector<double> gbs;
+    for (int r = 0; r < reps; ++r) {
+        auto t0 = Clock::now();
+        for (unsigned i = 0; i < window; ++i) {
+            size_t off = (size_t(i) * n) % (kBufBytes - n + 1);
+            CK(cu.cuMemcpyAsync(s.dst + off, s.peer + off, n, s.c.streams[i % nstreams]));
+        }
+        for (unsigned k = 0; k < nstreams; ++k) CK(cu.cuStreamSynchronize(s.c.streams[k]));
+        gbs.push_back(double(n) * window / (us_since(t0) * 1e3));
+    }
+    return median(gbs);
+}
+
+void bandwidth(Side &s) {
+    const size_t sizes[] = {size_t(64) << 10, size_t(1) << 20, size_t(4) << 20,
+                            size_t(64) << 20};
+    const unsigned streams[] = {1, 2, 4};
+    barrier(s.sh, s.me, s.gen);
+    if (s.me == 0) {
+        std::printf("# pull-bw: A pulls from B, window of 64 (4 at 64 MiB), GB/s\n%10s", "size");
+        for (unsigned k : streams) std::printf(" %9u-st", k);
+        std::printf("\n");
+        for (size_t n : sizes) {
+            const unsigned window = n >= (size_t(64) << 20) ? 4 : 64;
+            std::printf("%10zu", n);
+            for (unsigned k : streams) std::printf(" %12.1f", pull_window(s, n, window, k, 7));
+            std::printf("\n");
+            std::fflush(stdout);
+        }
+    }
+    barrier(s.sh, s.me, s.gen);
+    // both directions at once
+    double mine[2] = {0, 0};
+    for (unsigned k : {1u, 4u}) {
+        barrier(s.sh, s.me, s.gen);
+        mine[k == 4] = pull_window(s, size_t(64) << 20, 4, k, 5);
+    }
+    static_assert(sizeof(double) == sizeof(uint64_t));
+    uint64_t bits[2];
+    std::memcpy(bits, mine, sizeof(bits));
+    barrier(s.sh, s.me, s.gen);
+    if (s.me == 1) {
+        s.sh->produced.store(bits[0]);
+        s.sh->consumed.store(bits[1]);
+    }
+    barrier(s.sh, s.me, s.gen);
+    if (s.me == 0) {
+        uint64_t ob[2] = {s.sh->produced.load(), s.sh->consumed.load()};
+        double other[2];
+        std::memcpy(other, ob, sizeof(other));
+        std::printf("# bibw: both pull 64 MiB x4 at once, total GB/s: 1 stream %.1f, 4 streams "
+                    "%.1f\n",
+                    mine[0] + other[0], mine[1] + other[1]);
+        std::fflush(stdout);
+    }
+    s.sh->produced.store(0);
+    s.sh->consumed.store(0);
+    barrier(s.sh, s.me, s.gen);
+}
+
+// A (producer) D2H into the ring, B (consumer) H2D out of it. 64 MiB x reps.
+void staged(Side &s, char *ring) {
+    const size_t total = size_t(64) << 20;
+    const uint64_t nchunks = total / kRingChunk;
+    const int reps = 5;
+    std::vector<double> gbs;
+    CUstream st = s.c.streams[0];
+    std::vector<CUevent> ev(kRingDepth);
+    for (auto &e : ev) CK(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    for (int r = 0; r < reps; ++r) {
+        barrier(s.sh, s.me, s.gen);
+        if (s.me == 0) {
+            s.sh->produced.store(0);
+            s.sh->consumed.store(0);
+        }
+        barrier(s.sh, s.me, s.gen);
+        auto t0 = Clock::now();
+        uint64_t issued = 0, done = 0;
+        while (done < nchunks) {
+            if (s.me == 0) {
+                while (issued < nchunks && issued - s.sh->consumed.load() < kRingDepth &&
+                       issued - done < kRingDepth) {
+                    char *slot = ring + (issued % kRingDepth) * kRingChunk;
+                    CK(cu.cuMemcpyAsync(CUdeviceptr(slot), s.buf + issued * kRingChunk, kRingChunk,
+                                        st));
+                    CK(cu.cuEventRecord(ev[issued % kRingDepth], st));
+                    ++issued;
+                }
+                if (done < issued && cu.cuEventQuery(ev[done % kRingDepth]) == CUDA_SUCCESS) {
+                    ++done;
+                    s.sh->produced.store(done, std::memory_order_release);
+                }
+            } else {
+                uint64_t avail = s.sh->produced.load(std::memory_order_acquire);
+                while (issued < avail && issued - done < kRingDepth) {
+                    char *slot = ring + (issued % kRingDepth) * kRingChunk;
+                    CK(cu.cuMemcpyAsync(s.dst + issued * kRingChunk, CUdeviceptr(slot), kRingChunk,
+                                        st));
+                    CK(cu.cuEventRecord(ev[issued % kRingDepth], st));
+                    ++issued;
+                }
+                if (done < issued && cu.cuEventQuery(ev[done % kRingDepth]) == CUDA_SUCCESS) {
+                    ++done;
+                    s.sh->consumed.store(done, std::memory_order_release);
+                }
+            }
+        }
+        barrier(s.sh, s.me, s.gen);
+        gbs.push_back(double(total) / (us_since(t0) * 1e3));
+    }
+    if (s.me == 0) {
+        std::printf("# staged: 64 MiB through a pinned shared ring (2 MiB x 4), GB/s: %.1f\n",
+                    median(gbs));
+        std::fflush(stdout);
+    }
+    for (auto &e : ev) cu.cuEventDestroy(e);
+}
+
+int run_side(int me, Shared *sh, char *ring, int iters) {
+    CK(cu.cuInit(0));
+    Side s;
+    s.me = me;
+    s.sh = sh;
+    int ndev = 0;
+    CK(cu.cuDeviceGetCount(&ndev));
+    ctx_init(s.c, me % ndev, 4);
+    CK(cu.cuMemAlloc(&s.buf, kBufBytes));
+    CK(cu.cuMemAlloc(&s.dst, kBufBytes));
+    CK(cu.cuMemsetD8(s.buf, uint8_t(0x11 + me), kBufBytes));
+    CK(cu.cuCtxSynchronize());
+    CK(cu.cuIpcGetMemHandle(&sh->handle[me], s.buf));
+    CK(cu.cuMemHostRegister(ring, kRingChunk * kRingDepth, CU_MEMHOSTREGISTER_PORTABLE));
+    sh->ready[me].store(1);
+    while (sh->ready[1 - me].load() == 0) {
+    }
+    CK(cu.cuIpcOpenMemHandle(&s.peer, sh->handle[1 - me], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    pingpong(s, iters);
+    bandwidth(s);
+    staged(s, ring);
+    barrier(sh, me, s.gen);
+    CK(cu.cuIpcCloseMemHandle(s.peer));
+    cu.cuMemHostUnregister(ring);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    int iters = 1000;
+    bool single = true, pair = true;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "-i" && i + 1 < argc) iters = std::atoi(argv[++i]);
+        else if (a == "--single") pair = false;
+        else if (a == "--pair") single = false;
+        else {
+            std::fprintf(stderr, "usage: %s [-i ITERS] [--single|--pair]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!load()) return 2;
+    int rc = 0;
+    if (single) {
+        pid_t p = fork();
+        if (p == 0) std::_Exit(run_single(iters));
+        int st = 0;
+        waitpid(p, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
+    }
+    if (pair) {
+        auto *sh = static_cast<Shared *>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
+                                              MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+        char *ring = static_cast<char *>(mmap(nullptr, kRingChunk * kRingDepth,
+                                              PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                              -1, 0));
+        if (sh == MAP_FAILED || ring == MAP_FAILED) return 2;
+        new (sh) Shared{};
+        pid_t kids[2];
+        for (int me = 0; me < 2; ++me) {
+            kids[me] = fork();
+            if (kids[me] == 0) std::_Exit(run_side(me, sh, ring, iters));
+        }
+        for (pid_t k : kids) {
+            int st = 0;
+            waitpid(k, &st, 0);
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
+        }
+    }
+    return rc;
+}
