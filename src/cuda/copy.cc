@@ -74,6 +74,7 @@ Status run(void *dst, const void *src, std::size_t len, const CopyOptions &opt,
         r = api.cuEventRecord(ev, stream);
         if (r == CUDA_SUCCESS) {
             token->device = device;
+            token->slot = opt.slot;
             token->event = ev;
             return {};
         }

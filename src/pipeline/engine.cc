@@ -31,9 +31,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(50);
 constexpr unsigned kRingsPerPeer = 4;
-constexpr unsigned kSlotDirect = 1;
 constexpr unsigned kSlotRequester = 2;
 constexpr unsigned kSlotOwner = 3;
+// Direct copies go round robin over these streams: one stream executes on one
+// copy engine, several let copies of consecutive messages run side by side.
+constexpr unsigned kDirectSlots[] = {1, 4, 5, 6};
+constexpr unsigned kNumDirectSlots = sizeof(kDirectSlots) / sizeof(kDirectSlots[0]);
+// A direct transfer of at least 2 x kStripePiece is cut into pieces of about
+// that size on several streams (at most one per stream).
+constexpr size_t kStripePiece = size_t(4) << 20;
 
 // One side of a staged transfer on one ring.
 struct Pipe {
@@ -169,6 +175,7 @@ struct PeerState {
     std::vector<uint64_t> ring_user;   // xfer id using the ring, 0 free
     std::vector<bool> ring_retired;    // aborted while the owner may still touch it
     Clock::time_point last_check{};
+    Clock::time_point last_alive{}; // last time start() saw it alive
 };
 
 struct ServeOp {
@@ -218,6 +225,7 @@ struct XferEngine::Impl {
     gp_xfer_config_t cfg{};
     XferStats st;
     uint64_t next_id = 1;
+    unsigned direct_rr = 0; // next direct stream slot
     std::unordered_map<wire::ShmPeer *, std::unique_ptr<PeerState>> peers;
     std::list<std::unique_ptr<Xfer>> xfers;
     std::list<std::unique_ptr<ServeOp>> serving;
@@ -402,8 +410,7 @@ struct XferEngine::Impl {
             const auto *imp = x->imp.payload_as<Import>();
             ptr = reinterpret_cast<char *>(imp->ptr + (x->remote - x->rkey.base));
         }
-        cuda::Status s =
-            copy_local(x->mem, 0, x->len, ptr, remote_dev, !x->is_get, kSlotDirect, x->toks);
+        cuda::Status s = copy_direct(x, ptr, remote_dev);
         if (!s.ok()) {
             // nothing is lost: what was issued completes, then the staged path redoes it all
             wait_tokens(x->toks);
@@ -416,6 +423,22 @@ struct XferEngine::Impl {
         return true;
     }
 
+    // Issues the direct copies of `x` between its local memory and `ptr`.
+    cuda::Status copy_direct(Xfer *x, char *ptr, int remote_dev) {
+        size_t pieces = std::clamp<size_t>(x->len / kStripePiece, 1, kNumDirectSlots);
+        constexpr size_t kAlign = size_t(64) << 10;
+        size_t per = (x->len + pieces - 1) / pieces;
+        per = pieces == 1 ? x->len : (per + kAlign - 1) / kAlign * kAlign;
+        for (size_t off = 0; off < x->len; off += per) {
+            const size_t n = std::min(per, x->len - off);
+            const unsigned slot = kDirectSlots[direct_rr++ % kNumDirectSlots];
+            cuda::Status s =
+                copy_local(x->mem, off, n, ptr + off, remote_dev, !x->is_get, slot, x->toks);
+            if (!s.ok()) return s;
+        }
+        return {};
+    }
+
     bool liveness_due(Clock::time_point &last, Clock::time_point now) {
         if (now - last < kLivenessPeriod) return false;
         last = now;
@@ -425,6 +448,7 @@ struct XferEngine::Impl {
     void check_peers(Clock::time_point now) {
         for (auto &kv : peers) {
             PeerState *ps = kv.second.get();
+            if (now - ps->last_check < kLivenessPeriod) continue;
             bool waiting = false;
             for (auto &x : xfers) {
                 if (!x->done && x->ps == ps && !x->direct) {
@@ -559,14 +583,23 @@ unsigned XferEngine::Impl::progress() {
     const auto now = Clock::now();
     check_peers(now);
     std::string why;
+    // (device, stream slot) pairs seen with a copy pending: copies issued
+    // later on the same stream are pending too, so they are not queried
+    uint64_t blocked = 0;
+    auto stream_bit = [](const cuda::CopyToken &t) -> uint64_t {
+        const unsigned b = unsigned(t.device) * cuda::DeviceManager::kStreamSlots + t.slot;
+        return t.device >= 0 && b < 64 ? uint64_t{1} << b : 0;
+    };
     for (auto &xp : xfers) {
         Xfer *x = xp.get();
         if (x->done) continue;
         bool busy = false;
         int r = 0;
         if (x->direct) {
+            if (!x->toks.empty() && (blocked & stream_bit(x->toks.front())) != 0) continue;
             r = poll_tokens(x->toks, &why);
             if (r < 0) r = -EIO;
+            if (r == 0) blocked |= stream_bit(x->toks.front());
         } else {
             if (!x->ctrl_sent) {
                 r = staged_kickoff(x);
@@ -686,7 +719,14 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
         GP_ERROR("xfer: remote key of pid %d used with peer pid %d", int(rkey->pid), int(ps->pid));
         return -EINVAL;
     }
-    if (!process_alive(ps->pid, ps->start)) return -ECONNRESET;
+    // A dead peer is caught here (at most one liveness period late) or by
+    // check_peers() while a transfer waits; /proc costs a few us, too much
+    // for every message.
+    const auto now = Clock::now();
+    if (now - ps->last_alive >= kLivenessPeriod) {
+        if (!process_alive(ps->pid, ps->start)) return -ECONNRESET;
+        ps->last_alive = now;
+    }
     x->id = m.next_id++;
     x->ps = ps;
     x->is_get = is_get;

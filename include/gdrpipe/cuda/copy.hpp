@@ -37,6 +37,7 @@ Status copy(void *dst, const void *src, std::size_t len, CopyOptions opt = {},
 // after the copy. A token with a null event is already complete.
 struct CopyToken {
     int device = -1;
+    unsigned slot = 0; // the stream slot it runs on (copies of a slot complete in order)
     CUevent event = nullptr;
 
     bool empty() const noexcept { return event == nullptr; }
