@@ -16,15 +16,18 @@ Status failure(CUresult r, const char *what, int device) {
 }
 
 // Device to run a copy on: -1 (with ok status) when both sides are host memory.
+// *sync_api: whether the synchronous API is the faster way (see CopyOptions).
 Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceManager &dm,
-                   int *device) {
+                   int *device, bool *sync_api) {
     *device = opt.device;
+    *sync_api = opt.sync_api;
     if (opt.device >= 0) return {};
     const Driver &drv = dm.drv();
     MemInfo di, si;
     CUresult r = query(dst, &di, drv);
     if (r == CUDA_SUCCESS) r = query(src, &si, drv);
     if (r != CUDA_SUCCESS) return failure(r, "cuPointerGetAttributes", -1);
+    *sync_api = di.kind != MemKind::host && (si.kind != MemKind::host || !si.pinned);
     if (di.kind != MemKind::host) {
         *device = di.device;
     } else if (si.kind != MemKind::host) {
@@ -44,7 +47,8 @@ Status run(void *dst, const void *src, std::size_t len, const CopyOptions &opt,
     if (token != nullptr) *token = CopyToken{};
     if (len == 0) return {};
     int device = -1;
-    Status st = pick_device(dst, src, opt, dm, &device);
+    bool sync_api = false;
+    Status st = pick_device(dst, src, opt, dm, &device, &sync_api);
     if (!st.ok()) return st;
     if (device < 0) {
         std::memcpy(dst, src, len);
@@ -53,6 +57,14 @@ Status run(void *dst, const void *src, std::size_t len, const CopyOptions &opt,
     const Api &api = dm.drv().api();
     ScopedContext scope(dm, device);
     if (!scope.ok()) return failure(scope.status(), "making the context current", device);
+    if (token == nullptr && sync_api) {
+        CUresult r = api.cuMemcpy(reinterpret_cast<CUdeviceptr>(dst),
+                                  reinterpret_cast<CUdeviceptr>(src), len);
+        if (r == CUDA_SUCCESS) return {};
+        char what[128];
+        std::snprintf(what, sizeof(what), "cuMemcpy(%p <- %p, %zu)", dst, src, len);
+        return failure(r, what, device);
+    }
     CUstream stream = nullptr;
     CUresult r = dm.stream(device, opt.slot, &stream);
     if (r != CUDA_SUCCESS) return failure(r, "cuStreamCreate", device);

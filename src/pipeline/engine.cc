@@ -37,9 +37,11 @@ constexpr unsigned kSlotOwner = 3;
 // copy engine, several let copies of consecutive messages run side by side.
 constexpr unsigned kDirectSlots[] = {1, 4, 5, 6};
 constexpr unsigned kNumDirectSlots = sizeof(kDirectSlots) / sizeof(kDirectSlots[0]);
-// A direct transfer of at least 2 x kStripePiece is cut into pieces of about
-// that size on several streams (at most one per stream).
-constexpr size_t kStripePiece = size_t(4) << 20;
+// Direct copies up to this size are done with the driver's synchronous copy
+// (about 2 us less latency than an async copy plus completion polling on the
+// H200 pair: bench/RESULTS.md, gdrpipe_physref "single"); larger ones are
+// asynchronous so that messages in flight overlap.
+constexpr size_t kSyncDirectMax = size_t(16) << 10;
 
 // One side of a staged transfer on one ring.
 struct Pipe {
@@ -424,19 +426,18 @@ struct XferEngine::Impl {
     }
 
     // Issues the direct copies of `x` between its local memory and `ptr`.
+    // Small single-buffer device transfers complete before this returns.
     cuda::Status copy_direct(Xfer *x, char *ptr, int remote_dev) {
-        size_t pieces = std::clamp<size_t>(x->len / kStripePiece, 1, kNumDirectSlots);
-        constexpr size_t kAlign = size_t(64) << 10;
-        size_t per = (x->len + pieces - 1) / pieces;
-        per = pieces == 1 ? x->len : (per + kAlign - 1) / kAlign * kAlign;
-        for (size_t off = 0; off < x->len; off += per) {
-            const size_t n = std::min(per, x->len - off);
-            const unsigned slot = kDirectSlots[direct_rr++ % kNumDirectSlots];
-            cuda::Status s =
-                copy_local(x->mem, off, n, ptr + off, remote_dev, !x->is_get, slot, x->toks);
-            if (!s.ok()) return s;
+        if (x->len <= kSyncDirectMax && x->mem.segs.size() == 1 && x->mem.segs[0].dev >= 0) {
+            const LocalSeg &s = x->mem.segs[0];
+            cuda::CopyOptions opt;
+            opt.device = s.dev;
+            opt.sync_api = true;
+            return x->is_get ? cuda::copy(s.p, ptr, x->len, opt)
+                             : cuda::copy(ptr, s.p, x->len, opt);
         }
-        return {};
+        const unsigned slot = kDirectSlots[direct_rr++ % kNumDirectSlots];
+        return copy_local(x->mem, 0, x->len, ptr, remote_dev, !x->is_get, slot, x->toks);
     }
 
     bool liveness_due(Clock::time_point &last, Clock::time_point now) {
@@ -756,6 +757,10 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
         rkey->kind != GP_RKEY_HOST &&
         (m.cfg.path == GP_PATH_DIRECT || (m.cfg.path == GP_PATH_AUTO && x->len < m.cfg.thresh));
     if (want_direct && !m.try_direct(x.get())) m.st.fallbacks++;
+    if (x->direct && x->toks.empty()) {
+        m.finish(x.get(), 0); // copied synchronously: complete, no callback
+        return 0;
+    }
     if (!x->direct) {
         int r = m.staged_kickoff(x.get());
         if (r < 0) {

@@ -27,6 +27,13 @@ struct Status {
 struct CopyOptions {
     int device = -1;      // -1: infer from the pointers
     unsigned slot = 0;    // stream slot (< DeviceManager::kStreamSlots)
+    // copy() only: use the driver's synchronous cuMemcpy instead of an async
+    // copy on the slot's stream plus a stream synchronize. Measured on the
+    // H200 pair (bench/RESULTS.md, gdrpipe_physref "single"): 2 us faster
+    // for device-to-device and pageable host-to-device copies up to 64 KiB,
+    // slower for pinned host memory. It is ordered with the context's legacy
+    // default stream. With device < 0 copy() decides by itself.
+    bool sync_api = false;
 };
 
 // Copy and wait for completion.
