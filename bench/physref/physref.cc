@@ -9,7 +9,7 @@
 //           through a CUDA IPC mapping; one-way time = round trip / 2
 //   pull-bw: A pulls a window of messages from B's buffer, in flight on 1,
 //           2 or 4 streams; GB/s
-//   bibw:   both pull at once; total GB/s
+//   bibw:   both pull at once, then both push (write the peer's buffer); total GB/s
 //   staged: A copies device->host into a pinned shared ring, B copies
 //           host->device out of it; GB/s
 //
@@ -284,14 +284,19 @@ void pingpong(Side &s, int iters) {
     }
 }
 
-// Streams a window of pulls on `nstreams` streams (round robin); GB/s.
-double pull_window(Side &s, size_t n, unsigned window, unsigned nstreams, int reps) {
+// Streams a window of pulls (push: writes into the peer's buffer instead) on
+// `nstreams` streams (round robin); GB/s.
+double pull_window(Side &s, size_t n, unsigned window, unsigned nstreams, int reps,
+                   bool push = false) {
     std::vector<double> gbs;
     for (int r = 0; r < reps; ++r) {
         auto t0 = Clock::now();
         for (unsigned i = 0; i < window; ++i) {
             size_t off = (size_t(i) * n) % (kBufBytes - n + 1);
-            CK(cu.cuMemcpyAsync(s.dst + off, s.peer + off, n, s.c.streams[i % nstreams]));
+            if (push)
+                CK(cu.cuMemcpyAsync(s.peer + off, s.buf + off, n, s.c.streams[i % nstreams]));
+            else
+                CK(cu.cuMemcpyAsync(s.dst + off, s.peer + off, n, s.c.streams[i % nstreams]));
         }
         for (unsigned k = 0; k < nstreams; ++k) CK(cu.cuStreamSynchronize(s.c.streams[k]));
         gbs.push_back(double(n) * window / (us_since(t0) * 1e3));
@@ -305,23 +310,26 @@ void bandwidth(Side &s) {
     const unsigned streams[] = {1, 2, 4};
     barrier(s.sh, s.me, s.gen);
     if (s.me == 0) {
-        std::printf("# pull-bw: A pulls from B, window of 64 (4 at 64 MiB), GB/s\n%10s", "size");
-        for (unsigned k : streams) std::printf(" %9u-st", k);
-        std::printf("\n");
+        std::printf("# pull-bw: A pulls from B (push: A writes into B), window of 64 (4 at 64 "
+                    "MiB), GB/s\n%10s",
+                    "size");
+        for (unsigned k : streams) std::printf(" %6u-st-pull", k);
+        std::printf(" %12s\n", "1-st-push");
         for (size_t n : sizes) {
             const unsigned window = n >= (size_t(64) << 20) ? 4 : 64;
             std::printf("%10zu", n);
-            for (unsigned k : streams) std::printf(" %12.1f", pull_window(s, n, window, k, 7));
-            std::printf("\n");
+            for (unsigned k : streams) std::printf(" %14.1f", pull_window(s, n, window, k, 7));
+            std::printf(" %12.1f\n", pull_window(s, n, window, 1, 7, true));
             std::fflush(stdout);
         }
     }
     barrier(s.sh, s.me, s.gen);
     // both directions at once
+    // [0] both pull, [1] both push (writes into the peer's buffer)
     double mine[2] = {0, 0};
-    for (unsigned k : {1u, 4u}) {
+    for (int push = 0; push < 2; ++push) {
         barrier(s.sh, s.me, s.gen);
-        mine[k == 4] = pull_window(s, size_t(64) << 20, 4, k, 5);
+        mine[push] = pull_window(s, size_t(64) << 20, 4, 1, 5, push != 0);
     }
     static_assert(sizeof(double) == sizeof(uint64_t));
     uint64_t bits[2];
@@ -336,7 +344,7 @@ void bandwidth(Side &s) {
         uint64_t ob[2] = {s.sh->produced.load(), s.sh->consumed.load()};
         double other[2];
         std::memcpy(other, ob, sizeof(other));
-        std::printf("# bibw: both pull 64 MiB x4 at once, total GB/s: 1 stream %.1f, 4 streams "
+        std::printf("# bibw: both move 64 MiB x4 at once, total GB/s: both pull %.1f, both push "
                     "%.1f\n",
                     mine[0] + other[0], mine[1] + other[1]);
         std::fflush(stdout);
