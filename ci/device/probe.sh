@@ -1,16 +1,20 @@
 #!/bin/bash
 # probe.sh -- on the GPU machine: the physical reference (gdrpipe_physref)
-# and a quick look at small-message latency and mid-size bandwidth through
-# the plugin under protocols v1 and v2. Logs in $OUT.
+# and a look at latency and bandwidth through the plugin with a few UCX
+# settings (protocol v1/v2, forced rendezvous, put vs get scheme). Logs in $OUT.
 cd "$(dirname "$0")/../.."
 . ci/device/common.sh
-nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
-TAIL=60 step physref 180 "$B/bench/gdrpipe_physref" -i 2000
+TAIL=40 step physref 180 "$B/bench/gdrpipe_physref" -i 1000
 R=test/integration/run-mpi.sh
 export RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self
-TAIL=14 step lat-v1 90 $R "$B/bench/gdrpipe_latency" -d cuda -m 0:64K -i 2000 -x 100 D D
-TAIL=14 step lat-v2 90 env UCX_PROTO_ENABLE=y $R "$B/bench/gdrpipe_latency" -d cuda -m 0:64K -i 2000 -x 100 D D
-TAIL=4 step lat-v2-info 60 env UCX_PROTO_ENABLE=y UCX_PROTO_INFO=y $R "$B/bench/gdrpipe_latency" -d cuda -m 8:8 -i 10 -x 1 D D
-grep -iE "tag|rndv|eager" "$OUT/cur.log" | head -40
-TAIL=12 step bw-v1 120 env UCX_GDRPIPE_STATS=y $R "$B/bench/gdrpipe_bw" -d cuda -m 64K:64M -i 20 -x 2 D D
+L="$B/bench/gdrpipe_latency -d cuda -i 1000 -x 100"
+TAIL=16 step lat-v1-stats 90 env UCX_GDRPIPE_STATS=y UCX_LOG_LEVEL=info $R $L -m 4K:128K D D
+grep -E "xfer:" "$OUT/cur.log" | head -2
+TAIL=12 step lat-v1-rndv0 90 env UCX_RNDV_THRESH=0 $R $L -m 0:64K D D
+TAIL=12 step lat-v2-rndv0 90 env UCX_PROTO_ENABLE=y UCX_RNDV_THRESH=0 $R $L -m 0:64K D D
+W="$B/bench/gdrpipe_bw -d cuda -i 20 -x 2"
+TAIL=12 step bw-v1 120 $R $W -m 64K:64M D D
+TAIL=12 step bw-v1-put 120 env UCX_RNDV_SCHEME=put_zcopy $R $W -m 64K:64M D D
+TAIL=4 step bibw-v1 120 $R $B/bench/gdrpipe_bibw -d cuda -i 20 -x 2 -m 4M:64M D D
+TAIL=4 step bibw-v1-put 120 env UCX_RNDV_SCHEME=put_zcopy $R $B/bench/gdrpipe_bibw -d cuda -i 20 -x 2 -m 4M:64M D D
 echo "fails=$fails"
