@@ -1,0 +1,125 @@
+// hotpath_bench -- cost of each call a zero-copy GPU message makes in
+// gdrpipe's per-message path (registration hit, memory query, context
+// switch, the small synchronous copy), on the real driver. Not a test: it
+// prints a table (median and mean over batches). Usage: hotpath_bench [N]
+#include "gdrpipe/capi.h"
+#include "gdrpipe/cuda/context.hpp"
+#include "gdrpipe/cuda/copy.hpp"
+#include "gdrpipe/cuda/memory.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace gdrpipe;
+
+struct Row {
+    const char *name;
+    double median_ns;
+    double mean_ns;
+};
+
+// Per-call ns: batches of `per` calls, median and mean over the batches.
+Row measure(const char *name, size_t n, const std::function<void()> &fn) {
+    const size_t per = 100;
+    std::vector<double> v;
+    for (size_t i = 0; i < 10; ++i) fn(); // warm
+    for (size_t b = 0; b < std::max<size_t>(n / per, 1); ++b) {
+        auto t0 = Clock::now();
+        for (size_t i = 0; i < per; ++i) fn();
+        v.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / per);
+    }
+    double mean = 0;
+    for (double x : v) mean += x;
+    mean /= double(v.size());
+    std::sort(v.begin(), v.end());
+    return {name, v[v.size() / 2], mean};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 20000;
+    auto &drv = cuda::driver();
+    if (!drv.available()) {
+        std::fprintf(stderr, "hotpath_bench: CUDA is off: %s\n", drv.why_not().c_str());
+        return 1;
+    }
+    auto &dm = cuda::devices();
+    const int ndev = dm.count();
+    const auto &api = drv.api();
+    CUcontext ctx0 = nullptr;
+    if (dm.primary_context(0, &ctx0) != CUDA_SUCCESS) return 1;
+    api.cuCtxSetCurrent(ctx0);
+    CUdeviceptr d0 = 0, d0b = 0, d1 = 0;
+    const size_t len = size_t(1) << 20;
+    if (api.cuMemAlloc(&d0, len) != CUDA_SUCCESS || api.cuMemAlloc(&d0b, len) != CUDA_SUCCESS)
+        return 1;
+    if (ndev > 1) {
+        cuda::ScopedContext s1(dm, 1);
+        api.cuMemAlloc(&d1, len);
+        dm.enable_peer_access(0, 1);
+    }
+    void *p0 = reinterpret_cast<void *>(d0);
+    std::vector<Row> rows;
+    rows.push_back(measure("cuPointerGetAttribute(MEMORY_TYPE)", n, [&] {
+        unsigned t = 0;
+        api.cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d0);
+    }));
+    rows.push_back(measure("cuda::buffer_id (1 attribute)", n, [&] { cuda::buffer_id(p0); }));
+    rows.push_back(measure("cuda::query (8 attributes)", n, [&] {
+        cuda::MemInfo mi;
+        cuda::query(p0, &mi);
+    }));
+    rows.push_back(measure("gp_cuda_mem_query (capi)", n, [&] {
+        gp_mem_info_t mi;
+        gp_cuda_mem_query(p0, &mi);
+    }));
+    rows.push_back(measure("gp_mem_register+deregister (hit)", n, [&] {
+        gp_rkey_t rk;
+        void *reg = nullptr;
+        char err[128];
+        if (gp_mem_register(p0, 4096, 1, &rk, &reg, err, sizeof(err)) == 0)
+            gp_mem_deregister(reg);
+    }));
+    rows.push_back(measure("ScopedContext (already current)", n, [&] { cuda::ScopedContext s(dm, 0); }));
+    rows.push_back(measure("ScopedContext (push+pop)", n, [&] {
+        api.cuCtxSetCurrent(nullptr);
+        cuda::ScopedContext s(dm, 0);
+    }));
+    api.cuCtxSetCurrent(ctx0);
+    rows.push_back(measure("event acquire+record+query+release", n / 10, [&] {
+        cuda::CopyToken t;
+        cuda::CopyOptions o;
+        o.device = 0;
+        o.slot = 1;
+        cuda::copy_async(reinterpret_cast<void *>(d0b), p0, 8, &t, o);
+        cuda::wait(t);
+    }));
+    for (bool api_sync : {false, true}) {
+        cuda::CopyOptions o;
+        o.device = 0;
+        o.slot = 1;
+        o.sync_api = api_sync;
+        rows.push_back(measure(api_sync ? "copy 8 B D2D same GPU, cuMemcpy"
+                                        : "copy 8 B D2D same GPU, async+sync",
+                               n / 20, [&] { cuda::copy(reinterpret_cast<void *>(d0b), p0, 8, o); }));
+        if (d1 != 0)
+            rows.push_back(measure(api_sync ? "copy 8 B D2D peer, cuMemcpy"
+                                            : "copy 8 B D2D peer, async+sync",
+                                   n / 20,
+                                   [&] { cuda::copy(reinterpret_cast<void *>(d1), p0, 8, o); }));
+    }
+    std::printf("%-40s %10s %10s\n", "call", "median ns", "mean ns");
+    for (const Row &r : rows) std::printf("%-40s %10.1f %10.1f\n", r.name, r.median_ns, r.mean_ns);
+    api.cuMemFree(d0);
+    api.cuMemFree(d0b);
+    if (d1 != 0) api.cuMemFree(d1);
+    return 0;
+}
