@@ -77,6 +77,10 @@ int main(int argc, char **argv) {
         cuda::MemInfo mi;
         cuda::query(p0, &mi);
     }));
+    rows.push_back(measure("cuda::query_kind (3 attributes)", n, [&] {
+        cuda::MemInfo mi;
+        cuda::query_kind(p0, &mi);
+    }));
     rows.push_back(measure("gp_cuda_mem_query (capi)", n, [&] {
         gp_mem_info_t mi;
         gp_cuda_mem_query(p0, &mi);

@@ -84,6 +84,31 @@ CUresult query(const void *ptr, MemInfo *out, const Driver &drv) {
 
 CUresult query(const void *ptr, MemInfo *out) { return query(ptr, out, driver()); }
 
+CUresult query_kind(const void *ptr, MemInfo *out) {
+    *out = MemInfo{};
+    const Driver &drv = driver();
+    if (!drv.available() || ptr == nullptr) return CUDA_SUCCESS;
+    unsigned mem_type = 0;
+    unsigned is_managed = 0;
+    int ordinal = -1;
+    void *data[3] = {&mem_type, &is_managed, &ordinal};
+    CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    CUresult r = drv.api().cuPointerGetAttributes(3, attrs, data,
+                                                  reinterpret_cast<CUdeviceptr>(ptr));
+    if (r != CUDA_SUCCESS || mem_type == 0) return r;
+    out->device = ordinal;
+    if (is_managed != 0) {
+        out->kind = MemKind::managed;
+    } else if (mem_type == CU_MEMORYTYPE_DEVICE) {
+        out->kind = MemKind::device;
+    } else {
+        out->pinned = true;
+    }
+    return CUDA_SUCCESS;
+}
+
 std::optional<MemInfo> query(const void *ptr) {
     MemInfo info;
     if (query(ptr, &info, driver()) != CUDA_SUCCESS) return std::nullopt;

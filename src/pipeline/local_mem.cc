@@ -18,7 +18,7 @@ bool classify(const struct iovec *iov, size_t iovcnt, LocalMem *out) {
         s.len = iov[i].iov_len;
         if (have_cuda) {
             cuda::MemInfo mi;
-            if (cuda::query(s.p, &mi) != CUDA_SUCCESS) return false;
+            if (cuda::query_kind(s.p, &mi) != CUDA_SUCCESS) return false;
             if (mi.kind != cuda::MemKind::host) s.dev = mi.device < 0 ? 0 : mi.device;
         }
         if (s.dev >= 0) {

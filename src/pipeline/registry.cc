@@ -6,6 +6,9 @@
 #include "gdrpipe/hooks/cuda_hooks.hpp"
 #include "gdrpipe/log.hpp"
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cstdio>
 #include <unistd.h>
 
@@ -140,10 +143,26 @@ bool registered(uintptr_t addr, size_t len, bool *host) {
     return false;
 }
 
+// getpid() is a system call; registrations happen per message. A forked
+// child resets the cache before anything else runs in it.
+namespace {
+std::atomic<pid_t> g_pid{0};
+pid_t own_pid() noexcept {
+    pid_t p = g_pid.load(std::memory_order_relaxed);
+    if (p == 0) {
+        static const int once = ::pthread_atfork(nullptr, nullptr, [] { g_pid.store(0); });
+        (void)once;
+        p = ::getpid();
+        g_pid.store(p, std::memory_order_relaxed);
+    }
+    return p;
+}
+} // namespace
+
 Registration *register_memory(void *addr, size_t len, uint64_t host_id, gp_rkey_t *rkey,
                               std::string *err) {
     std::memset(rkey, 0, sizeof(*rkey));
-    rkey->pid = ::getpid();
+    rkey->pid = own_pid();
     rkey->host_id = host_id;
     rkey->device = -1;
     rkey->handle_fd = -1;

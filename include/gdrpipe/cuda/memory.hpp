@@ -41,6 +41,9 @@ CUresult query(const void *ptr, MemInfo *out, const Driver &drv);
 CUresult query(const void *ptr, MemInfo *out);
 // As above; nullopt on a driver error.
 std::optional<MemInfo> query(const void *ptr);
+// Only kind, pinned and device (3 attributes instead of 8: the per-message
+// path, which needs no allocation range, buffer id or pool).
+CUresult query_kind(const void *ptr, MemInfo *out);
 
 // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 1 for the allocation holding ptr.
 // CUDA_ERROR_NOT_SUPPORTED (VMM memory) counts as success.
