@@ -325,11 +325,12 @@ void bandwidth(Side &s) {
     }
     barrier(s.sh, s.me, s.gen);
     // both directions at once
-    // [0] both pull, [1] both push (writes into the peer's buffer)
+    // [0] both pull, [1] both push (writes into the peer's buffer); 32
+    // messages of 64 MiB in flight on 2 streams each
     double mine[2] = {0, 0};
     for (int push = 0; push < 2; ++push) {
         barrier(s.sh, s.me, s.gen);
-        mine[push] = pull_window(s, size_t(64) << 20, 4, 1, 5, push != 0);
+        mine[push] = pull_window(s, size_t(64) << 20, 32, 2, 3, push != 0);
     }
     static_assert(sizeof(double) == sizeof(uint64_t));
     uint64_t bits[2];
@@ -344,7 +345,7 @@ void bandwidth(Side &s) {
         uint64_t ob[2] = {s.sh->produced.load(), s.sh->consumed.load()};
         double other[2];
         std::memcpy(other, ob, sizeof(other));
-        std::printf("# bibw: both move 64 MiB x4 at once, total GB/s: both pull %.1f, both push "
+        std::printf("# bibw: both move 64 MiB x32 at once, total GB/s: both pull %.1f, both push "
                     "%.1f\n",
                     mine[0] + other[0], mine[1] + other[1]);
         std::fflush(stdout);
