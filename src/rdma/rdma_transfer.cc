@@ -532,6 +532,9 @@ struct TransferEngine::Impl {
 
     // Owner side: is [addr, addr+len) inside exposure key_id?
     bool exposed(std::uint32_t key_id, std::uint64_t addr, std::uint64_t len) const {
+        if (cfg.exposed) {
+            return len != 0 && cfg.exposed(key_id, addr, len);
+        }
         auto it = exposures.find(key_id);
         if (it == exposures.end() || len == 0) {
             return false;

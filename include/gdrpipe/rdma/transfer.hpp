@@ -45,6 +45,10 @@ struct TransferConfig {
     std::uint32_t slot_size = 1u << 20;       // receive slot = chunk size (mult. of 4096)
     std::uint32_t slots = 4;                  // pipeline depth per direction (<= 32)
     ConnectionConfig conn{};
+    // Owner-side check of a staged request (key_id, [addr, addr+len)). Empty:
+    // this engine's own expose() table. Set by users whose keys are shared by
+    // several endpoints (the UCX glue: one rkey per memory domain).
+    std::function<bool(std::uint32_t key_id, std::uint64_t addr, std::uint64_t len)> exposed;
 };
 
 enum class PathChoice { automatic, direct, staged };
