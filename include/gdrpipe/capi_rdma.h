@@ -105,6 +105,7 @@ int gp_rdma_ep_failed(const gp_rdma_ep_t *ep);
 /* ---- test support ------------------------------------------------------- */
 typedef struct gp_rdma_stats {
     uint64_t direct, staged, fallbacks, errors; /* transfers, all endpoints */
+    uint64_t cuda_flushes; /* cuFlushGPUDirectRDMAWrites after gets into device memory */
     uint64_t fake_ops, fake_bytes, fake_dmabuf_regs; /* fake fabric (0 if real) */
 } gp_rdma_stats_t;
 /* Exported from the plugin (dlsym) so that tests can see which path ran. */

@@ -5,6 +5,7 @@
 // (polled from gp_rdma_ep_progress) when a side is device memory.
 #include "gdrpipe/capi.h"
 #include "gdrpipe/capi_rdma.h"
+#include "gdrpipe/cuda/gpudirect.hpp"
 #include "gdrpipe/log.hpp"
 #include "gdrpipe/rdma/fake_backend.hpp"
 #include "gdrpipe/rdma/transfer.hpp"
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -35,6 +37,7 @@ Backend *g_backend = nullptr;
 FakeFabric *g_fake = nullptr;
 gp_rdma_fake_config_t g_fake_cfg{};
 std::atomic<std::uint64_t> g_starts{0};
+std::atomic<std::uint64_t> g_cuda_flushes{0};
 
 Backend &backend() {
     std::lock_guard<std::mutex> g(g_mu);
@@ -89,7 +92,8 @@ struct gp_rdma_dev {
 
     // Host or CUDA memory? Device memory is declared to the fake device so
     // that it behaves like GPU memory there (reg_mr refuses it).
-    LocalBuffer classify(void *ptr, std::size_t len) {
+    LocalBuffer classify(void *ptr, std::size_t len, int *device = nullptr) {
+        if (device != nullptr) *device = -1;
         LocalBuffer b;
         b.ptr = ptr;
         b.len = len;
@@ -97,6 +101,7 @@ struct gp_rdma_dev {
         if (gp_cuda_available() && gp_cuda_mem_query(ptr, &info) == 0 &&
             info.kind != GP_MEM_HOST) {
             b.kind = MemKind::device;
+            if (device != nullptr) *device = info.device;
             b.tag = info.buffer_id;
             b.bounds = {static_cast<std::uintptr_t>(info.base),
                         static_cast<std::uintptr_t>(info.base + info.length)};
@@ -247,18 +252,18 @@ gp_rdma_dev_t *gp_rdma_dev_open(const char *port_name, const gp_rdma_dev_config_
         rc.max_bytes = cfg->cache_max_bytes;
         rc.try_dmabuf = cfg->try_dmabuf != 0;
         rc.try_peermem = cfg->try_peermem != 0;
+        // dma-buf export through CUDA (cuMemGetHandleForAddressRange); the
+        // fake device imports the simulator's descriptors by mapping them
         DeviceRegHooks hooks;
-        if (g_fake != nullptr) {
-            hooks.get_dmabuf_fd = [](const void *ptr, std::size_t len, int *fd,
-                                     std::uint64_t *offset) {
-                const int f = g_fake->export_dmabuf(ptr, len);
-                if (f < 0) return f;
-                *fd = f;
-                *offset = 0;
-                return 0;
-            };
-            hooks.close_dmabuf_fd = [](int fd) { g_fake->close_dmabuf(fd); };
-        }
+        hooks.get_dmabuf_fd = [](const void *ptr, std::size_t len, int *fd,
+                                 std::uint64_t *offset) {
+            const CUresult r = gdrpipe::cuda::dmabuf_fd(ptr, len, fd);
+            if (r == CUDA_ERROR_NOT_SUPPORTED) return -EOPNOTSUPP;
+            if (r != CUDA_SUCCESS) return -EINVAL;
+            *offset = 0;
+            return 0;
+        };
+        hooks.close_dmabuf_fd = [](int fd) { ::close(fd); };
         d->reg = std::make_unique<Registrar>(*d->pd, std::move(hooks), rc);
         return d;
     }
@@ -386,15 +391,32 @@ int gp_rdma_ep_start(gp_rdma_ep_t *ep, int is_get, void *local, size_t len, uint
     if (ep->failed || ep->eng->state() == ConnState::error) return -ECONNRESET;
     auto k = unpack_remote_key({static_cast<const std::uint8_t *>(rkey), GP_RDMA_RKEY_SIZE});
     if (!k) return -EINVAL;
-    const LocalBuffer b = ep->dev->classify(local, len);
-    auto done = [ep, cb, arg](int st) {
+    int device = -1;
+    const LocalBuffer b = ep->dev->classify(local, len, &device);
+    // An RDMA READ lands in local device memory: the NIC's writes must be
+    // flushed before CUDA work may consume them (where the GPU says so).
+    const bool flush = is_get && device >= 0 && gdrpipe::cuda::rdma_flush_needed(device);
+    // only the direct path has the NIC write into the buffer (staged: an H2D copy)
+    auto was_direct = std::make_shared<bool>(false);
+    auto done = [ep, cb, arg, flush, device, was_direct](int st) {
         --ep->inflight;
+        if (flush && *was_direct && st == 0) {
+            const CUresult r = gdrpipe::cuda::flush_rdma_writes(device);
+            if (r != CUDA_SUCCESS) {
+                GP_WARN("rdma: cuFlushGPUDirectRDMAWrites failed (%d)", static_cast<int>(r));
+                st = -EIO;
+            } else {
+                g_cuda_flushes.fetch_add(1);
+            }
+        }
         cb(arg, st);
     };
     const PathChoice pc = to_choice(path, ep->path);
+    const std::uint64_t direct_before = ep->eng->stats().direct;
     const int rc = is_get ? ep->eng->get(b, remote_addr, k.value(), done, pc)
                           : ep->eng->put(b, remote_addr, k.value(), done, pc);
     if (rc != 0) return rc;
+    *was_direct = ep->eng->stats().direct != direct_before;
     ++ep->inflight;
     if (g_fake != nullptr && g_fake_cfg.fail_after != 0 &&
         g_starts.fetch_add(1) + 1 == g_fake_cfg.fail_after) {
@@ -428,6 +450,7 @@ void gp_rdma_get_stats(gp_rdma_stats_t *out) {
     out->staged = t.staged;
     out->fallbacks = t.fallbacks;
     out->errors = t.errors;
+    out->cuda_flushes = g_cuda_flushes.load();
     if (g_fake != nullptr) {
         const FakeStats f = g_fake->stats();
         out->fake_ops = f.ops_executed;

@@ -9,7 +9,11 @@
  *   --expect PATH      direct | staged | dmabuf (direct with dma-buf MRs)
  *   --fault            UCX_GDRPIPE_RDMA_FAKE_FAIL_AFTER must make a put fail:
  *                      UCP reports an error (request or endpoint), no crash
- *   --max N            largest message (default 4 MiB) */
+ *   --max N            largest message (default 4 MiB)
+ *   --expect-flush     cuFlushGPUDirectRDMAWrites ran (gets into device memory)
+ *   --no-rma           tag send/recv only (UCX 1.13's protocols v1 hand
+ *                      device pointers to put_short: RMA on device memory
+ *                      needs UCX_PROTO_ENABLE=y there) */
 #include "devmem.h"
 
 #include <ucp/api/ucp.h>
@@ -23,13 +27,14 @@
 
 typedef struct {
     uint64_t direct, staged, fallbacks, errors;
+    uint64_t cuda_flushes;
     uint64_t fake_ops, fake_bytes, fake_dmabuf_regs;
 } stats_t; /* = gp_rdma_stats_t (include/gdrpipe/capi_rdma.h) */
 
 static ucp_context_h g_ctx;
 static ucp_worker_h g_w[2];
 static ucp_ep_h g_ep[2];
-static int g_cuda, g_fault, g_ep_errors;
+static int g_cuda, g_fault, g_ep_errors, g_no_rma, g_expect_flush;
 static size_t g_max = 4u << 20;
 
 #define CHECK(_c, ...) do { if (!(_c)) { fprintf(stderr, "rdma_ucp_test: FAIL: " __VA_ARGS__); \
@@ -274,6 +279,8 @@ int main(int argc, char **argv)
     for (i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--cuda")) g_cuda = 1;
         else if (!strcmp(argv[i], "--fault")) g_fault = 1;
+        else if (!strcmp(argv[i], "--no-rma")) g_no_rma = 1;
+        else if (!strcmp(argv[i], "--expect-flush")) g_expect_flush = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
         else if (!strcmp(argv[i], "--max") && i + 1 < argc) g_max = strtoull(argv[++i], NULL, 0);
         else { fprintf(stderr, "usage: %s [--cuda] [--fault] [--expect direct|staged|dmabuf] [--max N]\n", argv[0]); return 2; }
@@ -295,16 +302,16 @@ int main(int argc, char **argv)
         for (len = 1; len <= g_max; len = (len < 4096) ? len * 16 : len * 4) {
             tag_round(0, len, seed++);
             tag_round(1, len + 3, seed++);
-            rma_round(len, seed++);
+            if (!g_no_rma) rma_round(len, seed++);
         }
     }
     get_stats(&s);
     printf("rdma_ucp_test: rdma transfers direct %llu staged %llu fallbacks %llu errors %llu; "
-           "fake fabric ops %llu bytes %llu dma-buf MRs %llu\n",
+           "fake fabric ops %llu bytes %llu dma-buf MRs %llu; RDMA write flushes %llu\n",
            (unsigned long long)s.direct, (unsigned long long)s.staged,
            (unsigned long long)s.fallbacks, (unsigned long long)s.errors,
            (unsigned long long)s.fake_ops, (unsigned long long)s.fake_bytes,
-           (unsigned long long)s.fake_dmabuf_regs);
+           (unsigned long long)s.fake_dmabuf_regs, (unsigned long long)s.cuda_flushes);
     CHECK(s.fake_ops > 0 && s.direct + s.staged > 0, "nothing went over the RDMA transport");
     if (!g_fault) {
         CHECK(s.errors == 0, "%llu RDMA transfers failed", (unsigned long long)s.errors);
@@ -313,10 +320,15 @@ int main(int argc, char **argv)
     }
     if (expect != NULL && !strcmp(expect, "staged")) {
         CHECK(s.staged > 0, "no staged transfer");
+        CHECK(!g_cuda || s.direct > 0 || s.cuda_flushes == 0,
+              "RDMA write flushes without direct transfers");
     } else if (expect != NULL && !strcmp(expect, "direct")) {
         CHECK(s.direct > 0 && s.staged == 0, "expected direct transfers only");
     } else if (expect != NULL && !strcmp(expect, "dmabuf")) {
         CHECK(s.direct > 0 && s.fake_dmabuf_regs > 0, "expected dma-buf registrations");
+    }
+    if (g_expect_flush) {
+        CHECK(s.cuda_flushes > 0, "no cuFlushGPUDirectRDMAWrites after gets into device memory");
     }
     close_eps();
     for (i = 0; i < 2; ++i) {
