@@ -1,0 +1,96 @@
+// Calibration over the RDMA wire: RdmaProber + model::calibrate on the fake
+// fabric. The fake's parameters fix where direct and staged cross:
+//   direct  ~ L + n / B_dev   (one RDMA WRITE touching "GPU" memory)
+//   staged  ~ 2L + n / B      (PUT_BEGIN and chunk WRITEs back to back, then
+//                              the CREDIT back; host bounce buffers)
+// so n* = L / (1/B_dev - 1/B). Real time (the fake sleeps for its latency):
+// parameters are in the hundreds of microseconds to stay above noise.
+#include <gdrpipe/model/calibrate.hpp>
+#include <gdrpipe/rdma/fake_backend.hpp>
+#include <gdrpipe/rdma/prober.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+using namespace gdrpipe::rdma;
+namespace model = gdrpipe::model;
+
+namespace {
+
+struct Calib {
+    model::CalibResult result;
+    std::uint64_t mismatches = 0;
+};
+
+Calib run(double latency_us, double host_gbps, double dev_gbps) {
+    FakeConfig fc;
+    fc.latency_us = latency_us;
+    fc.bandwidth_gbps = host_gbps;
+    fc.device_bandwidth_gbps = dev_gbps;
+    fc.peermem = true; // the "GPU" buffers get MRs (direct possible)
+    FakeFabric fab(fc);
+    auto be = fab.backend();
+    auto ctx = std::move(be->open(be->ports().at(0)).value());
+    auto pd = std::move(ctx->alloc_pd().value());
+    Registrar reg(*pd, DeviceRegHooks{});
+    const std::size_t cap = std::size_t{4} << 20;
+    std::vector<std::uint8_t> src(cap, 0x5a), dst(cap, 0);
+    fab.add_device_memory(src.data(), cap);
+    fab.add_device_memory(dst.data(), cap);
+
+    RdmaProberConfig pc;
+    pc.src = src.data();
+    pc.dst = dst.data();
+    pc.capacity = cap;
+    pc.kind = MemKind::device;
+    pc.ops.stage_out = [](const void *s, void *d, std::size_t n, StageOps::Done done) {
+        std::memcpy(d, s, n);
+        done(0);
+    };
+    pc.ops.stage_in = pc.ops.stage_out;
+    RdmaProber prober(*ctx, *pd, reg, pc);
+
+    model::CalibOptions o;
+    o.min_bytes = 4096;
+    o.max_bytes = cap;
+    o.repeats = 3;
+    o.budget_s = 20;
+    o.tune_pipeline = false;
+    o.pipeline = model::PipelineParams{std::size_t{256} << 10, 4};
+    Calib c;
+    c.result = model::calibrate(prober, o);
+    c.mismatches = prober.mismatches();
+    CHECK(dst[cap - 1] == 0x5a); // the largest puts really landed
+    return c;
+}
+
+} // namespace
+
+TEST_CASE("rdma prober: the crossover lies where the fake fabric's parameters put it",
+          "[rdma][prober]") {
+    const double L = 400e-6, B = 2e9, Bdev = 0.25e9; // s, bytes/s
+    const double expected = L / (1 / Bdev - 1 / B); // ~114 KB
+    Calib c = run(L * 1e6, B / 1e9, Bdev / 1e9);
+    REQUIRE(c.result.status == model::CalibStatus::ok);
+    CHECK(c.mismatches == 0);
+    const auto &x = c.result.record.model.crossover();
+    INFO("threshold " << x.threshold << " expected ~" << expected << " kind "
+                      << model::crossover_kind_name(x.kind));
+    CHECK(x.kind == model::CrossoverKind::single);
+    CHECK(static_cast<double>(x.threshold) > expected / 2);
+    CHECK(static_cast<double>(x.threshold) < expected * 2);
+    // small messages direct, large ones staged
+    CHECK(c.result.record.model.choose(4096) == model::Path::direct);
+    CHECK(c.result.record.model.choose(std::size_t{4} << 20) == model::Path::staged);
+}
+
+TEST_CASE("rdma prober: without a GPU-access penalty direct wins at every size",
+          "[rdma][prober]") {
+    Calib c = run(400, 2.0, 0.0); // device memory as fast as host memory
+    REQUIRE(c.result.status == model::CalibStatus::ok);
+    const auto &x = c.result.record.model.crossover();
+    INFO("threshold " << x.threshold << " kind " << model::crossover_kind_name(x.kind));
+    CHECK(x.threshold == model::kNever);
+}
