@@ -107,6 +107,8 @@ typedef struct gp_rdma_stats {
     uint64_t direct, staged, fallbacks, errors; /* transfers, all endpoints */
     uint64_t cuda_flushes; /* cuFlushGPUDirectRDMAWrites after gets into device memory */
     uint64_t fake_ops, fake_bytes, fake_dmabuf_regs; /* fake fabric (0 if real) */
+    uint64_t live_eps;      /* endpoints not destroyed */
+    uint64_t fake_live_mrs; /* memory regions alive on the fake fabric */
 } gp_rdma_stats_t;
 /* Exported from the plugin (dlsym) so that tests can see which path ran. */
 __attribute__((visibility("default"))) void gp_rdma_get_stats(gp_rdma_stats_t *out);

@@ -445,6 +445,7 @@ void gp_rdma_get_stats(gp_rdma_stats_t *out) {
         std::lock_guard<std::mutex> g(stats_acc().mu);
         t = stats_acc().gone;
         for (gp_rdma_ep_t *ep : stats_acc().live) add(t, ep->eng->stats());
+        out->live_eps = stats_acc().live.size();
     }
     out->direct = t.direct;
     out->staged = t.staged;
@@ -456,6 +457,7 @@ void gp_rdma_get_stats(gp_rdma_stats_t *out) {
         out->fake_ops = f.ops_executed;
         out->fake_bytes = f.bytes_moved;
         out->fake_dmabuf_regs = f.dmabuf_regs;
+        out->fake_live_mrs = f.live_mrs;
     }
 }
 

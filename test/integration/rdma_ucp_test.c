@@ -10,6 +10,8 @@
  *   --fault            UCX_GDRPIPE_RDMA_FAKE_FAIL_AFTER must make a put fail:
  *                      UCP reports an error (request or endpoint), no crash
  *   --max N            largest message (default 4 MiB)
+ *   --workers N        N workers connected all-to-all (N*(N-1) endpoints),
+ *                      one rendezvous message over each (default 2)
  *   --expect-flush     cuFlushGPUDirectRDMAWrites ran (gets into device memory)
  *   --no-rma           tag send/recv only (UCX 1.13's protocols v1 hand
  *                      device pointers to put_short: RMA on device memory
@@ -29,11 +31,14 @@ typedef struct {
     uint64_t direct, staged, fallbacks, errors;
     uint64_t cuda_flushes;
     uint64_t fake_ops, fake_bytes, fake_dmabuf_regs;
+    uint64_t live_eps, fake_live_mrs;
 } stats_t; /* = gp_rdma_stats_t (include/gdrpipe/capi_rdma.h) */
 
 static ucp_context_h g_ctx;
-static ucp_worker_h g_w[2];
-static ucp_ep_h g_ep[2];
+#define MAX_WORKERS 8
+static ucp_worker_h g_w[MAX_WORKERS];
+static ucp_ep_h g_ep[MAX_WORKERS][MAX_WORKERS]; /* [from][to] */
+static int g_nw = 2;
 static int g_cuda, g_fault, g_ep_errors, g_no_rma, g_expect_flush;
 static size_t g_max = 4u << 20;
 
@@ -49,8 +54,9 @@ static double now(void)
 
 static void progress(void)
 {
-    ucp_worker_progress(g_w[0]);
-    ucp_worker_progress(g_w[1]);
+    for (int i = 0; i < g_nw; ++i) {
+        ucp_worker_progress(g_w[i]);
+    }
 }
 
 static ucs_status_t wait_req(void *r)
@@ -111,33 +117,38 @@ static void buf_verify(const void *p, size_t len, unsigned seed, const char *wha
     free(h);
 }
 
+/* every worker to every other one: g_nw * (g_nw - 1) endpoints */
 static void connect_workers(int err_mode)
 {
-    ucp_address_t *addr[2];
-    size_t alen[2];
-    int i;
+    ucp_address_t *addr[MAX_WORKERS];
+    size_t alen[MAX_WORKERS];
+    int i, j;
 
-    for (i = 0; i < 2; ++i) {
+    for (i = 0; i < g_nw; ++i) {
         CHECK(ucp_worker_get_address(g_w[i], &addr[i], &alen[i]) == UCS_OK, "address");
     }
-    for (i = 0; i < 2; ++i) {
-        ucp_ep_params_t p = {
-            .field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+    for (i = 0; i < g_nw; ++i) {
+        for (j = 0; j < g_nw; ++j) {
+            ucp_ep_params_t p = {
+                .field_mask  = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                                UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                                UCP_EP_PARAM_FIELD_ERR_HANDLER,
-            .address         = addr[1 - i],
-            .err_mode        = err_mode ? UCP_ERR_HANDLING_MODE_PEER :
+                .address     = addr[j],
+                .err_mode    = err_mode ? UCP_ERR_HANDLING_MODE_PEER :
                                           UCP_ERR_HANDLING_MODE_NONE,
-            .err_handler     = {.cb = ep_err, .arg = NULL}
-        };
-        CHECK(ucp_ep_create(g_w[i], &p, &g_ep[i]) == UCS_OK, "ep_create");
+                .err_handler = {.cb = ep_err, .arg = NULL}
+            };
+            if (i != j) {
+                CHECK(ucp_ep_create(g_w[i], &p, &g_ep[i][j]) == UCS_OK, "ep_create");
+            }
+        }
     }
-    for (i = 0; i < 2; ++i) {
+    for (i = 0; i < g_nw; ++i) {
         ucp_worker_release_address(g_w[i], addr[i]);
     }
 }
 
-static void tag_round(int from, size_t len, unsigned seed)
+static void tag_round(int from, int to, size_t len, unsigned seed)
 {
     void *src = buf_alloc(len), *dst = buf_alloc(len);
     ucp_request_param_t sp = {0}, rp = {0};
@@ -145,8 +156,8 @@ static void tag_round(int from, size_t len, unsigned seed)
 
     buf_fill(src, len, seed);
     if (g_cuda) gp_devmem_memset(dst, 0, len); else memset(dst, 0, len);
-    rr = ucp_tag_recv_nbx(g_w[1 - from], dst, len, seed, (ucp_tag_t)-1, &rp);
-    sr = ucp_tag_send_nbx(g_ep[from], src, len, seed, &sp);
+    rr = ucp_tag_recv_nbx(g_w[to], dst, len, seed, (ucp_tag_t)-1, &rp);
+    sr = ucp_tag_send_nbx(g_ep[from][to], src, len, seed, &sp);
     CHECK(wait_req(sr) == UCS_OK, "tag send %zu", len);
     CHECK(wait_req(rr) == UCS_OK, "tag recv %zu", len);
     buf_verify(dst, len, seed, "tag send/recv");
@@ -173,7 +184,8 @@ static void remote_map(remote_t *r, size_t len, int owner)
     mp.length  = len;
     CHECK(ucp_mem_map(g_ctx, &mp, &r->memh) == UCS_OK, "mem_map");
     CHECK(ucp_rkey_pack(g_ctx, r->memh, &packed, &plen) == UCS_OK, "rkey_pack");
-    CHECK(ucp_ep_rkey_unpack(g_ep[1 - owner], packed, &r->rkey) == UCS_OK, "rkey_unpack");
+    CHECK(ucp_ep_rkey_unpack(g_ep[1 - owner][owner], packed, &r->rkey) == UCS_OK,
+          "rkey_unpack");
     ucp_rkey_buffer_release(packed);
 }
 
@@ -187,7 +199,7 @@ static void remote_unmap(remote_t *r)
 static ucs_status_t flush_ep(int i)
 {
     ucp_request_param_t p = {0};
-    return wait_req(ucp_ep_flush_nbx(g_ep[i], &p));
+    return wait_req(ucp_ep_flush_nbx(g_ep[i][1 - i], &p));
 }
 
 static void rma_round(size_t len, unsigned seed)
@@ -198,14 +210,14 @@ static void rma_round(size_t len, unsigned seed)
 
     remote_map(&r, len, 1);
     buf_fill(local, len, seed);
-    CHECK(wait_req(ucp_put_nbx(g_ep[0], local, len, (uintptr_t)r.buf, r.rkey, &p)) == UCS_OK,
+    CHECK(wait_req(ucp_put_nbx(g_ep[0][1], local, len, (uintptr_t)r.buf, r.rkey, &p)) == UCS_OK,
           "put %zu", len);
     CHECK(flush_ep(0) == UCS_OK, "flush after put");
     buf_verify(r.buf, len, seed, "put");
 
     buf_fill(r.buf, len, seed + 1);
     if (g_cuda) gp_devmem_memset(local, 0, len); else memset(local, 0, len);
-    CHECK(wait_req(ucp_get_nbx(g_ep[0], local, len, (uintptr_t)r.buf, r.rkey, &p)) == UCS_OK,
+    CHECK(wait_req(ucp_get_nbx(g_ep[0][1], local, len, (uintptr_t)r.buf, r.rkey, &p)) == UCS_OK,
           "get %zu", len);
     CHECK(flush_ep(0) == UCS_OK, "flush after get");
     buf_verify(local, len, seed + 1, "get");
@@ -226,7 +238,7 @@ static void fault_test(void)
     remote_map(&r, len, 1);
     buf_fill(local, len, 3);
     for (i = 0; (i < 64) && (st == UCS_OK) && (g_ep_errors == 0); ++i) {
-        st = wait_req(ucp_put_nbx(g_ep[0], local, len, (uintptr_t)r.buf, r.rkey, &p));
+        st = wait_req(ucp_put_nbx(g_ep[0][1], local, len, (uintptr_t)r.buf, r.rkey, &p));
         if (st == UCS_OK) {
             st = flush_ep(0);
         }
@@ -248,13 +260,17 @@ static void close_eps(void)
 {
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags        = UCP_EP_CLOSE_FLAG_FORCE};
-    void *r[2];
-    int i;
+    void *r[MAX_WORKERS * MAX_WORKERS];
+    int i, j, n = 0;
 
-    for (i = 0; i < 2; ++i) {
-        r[i] = ucp_ep_close_nbx(g_ep[i], &p);
+    for (i = 0; i < g_nw; ++i) {
+        for (j = 0; j < g_nw; ++j) {
+            if (i != j) {
+                r[n++] = ucp_ep_close_nbx(g_ep[i][j], &p);
+            }
+        }
     }
-    for (i = 0; i < 2; ++i) {
+    for (i = 0; i < n; ++i) {
         (void)wait_req(r[i]);
     }
 }
@@ -283,6 +299,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--expect-flush")) g_expect_flush = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
         else if (!strcmp(argv[i], "--max") && i + 1 < argc) g_max = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--workers") && i + 1 < argc) g_nw = atoi(argv[++i]);
         else { fprintf(stderr, "usage: %s [--cuda] [--fault] [--expect direct|staged|dmabuf] [--max N]\n", argv[0]); return 2; }
     }
     get_stats = (void (*)(stats_t *))dlsym(RTLD_DEFAULT, "gp_rdma_get_stats");
@@ -290,18 +307,29 @@ int main(int argc, char **argv)
     if (g_cuda) CHECK(gp_devmem_init(0, 0) == 0, "CUDA (simulator) init");
 
     CHECK(ucp_init(&params, NULL, &g_ctx) == UCS_OK, "ucp_init");
-    for (i = 0; i < 2; ++i) {
+    CHECK(g_nw >= 2 && g_nw <= MAX_WORKERS, "--workers 2..%d", MAX_WORKERS);
+    for (i = 0; i < g_nw; ++i) {
         CHECK(ucp_worker_create(g_ctx, &wp, &g_w[i]) == UCS_OK, "worker");
     }
     connect_workers(g_fault);
-    tag_round(0, 8, seed++); /* wireup */
+    tag_round(0, 1, 8, seed++); /* wireup */
+    if (!g_fault && g_nw > 2) {
+        /* every endpoint carries a rendezvous message over its own QP */
+        for (i = 0; i < g_nw; ++i) {
+            for (int j = 0; j < g_nw; ++j) {
+                if (i != j) {
+                    tag_round(i, j, 300000 + i * 16 + j, seed++);
+                }
+            }
+        }
+    }
 
     if (g_fault) {
         fault_test();
     } else {
         for (len = 1; len <= g_max; len = (len < 4096) ? len * 16 : len * 4) {
-            tag_round(0, len, seed++);
-            tag_round(1, len + 3, seed++);
+            tag_round(0, 1, len, seed++);
+            tag_round(1, 0, len + 3, seed++);
             if (!g_no_rma) rma_round(len, seed++);
         }
     }
@@ -327,14 +355,25 @@ int main(int argc, char **argv)
     } else if (expect != NULL && !strcmp(expect, "dmabuf")) {
         CHECK(s.direct > 0 && s.fake_dmabuf_regs > 0, "expected dma-buf registrations");
     }
+    if (g_nw > 2) {
+        CHECK(s.live_eps >= (uint64_t)(g_nw * (g_nw - 1)), "%llu RDMA endpoints for %d workers",
+              (unsigned long long)s.live_eps, g_nw);
+        CHECK(s.direct + s.staged >= (uint64_t)(g_nw * (g_nw - 1)),
+              "fewer RDMA transfers than endpoints");
+    }
     if (g_expect_flush) {
         CHECK(s.cuda_flushes > 0, "no cuFlushGPUDirectRDMAWrites after gets into device memory");
     }
     close_eps();
-    for (i = 0; i < 2; ++i) {
+    for (i = 0; i < g_nw; ++i) {
         ucp_worker_destroy(g_w[i]);
     }
     ucp_cleanup(g_ctx);
+    /* every endpoint, registration and bounce buffer went with UCX's objects */
+    get_stats(&s);
+    printf("rdma_ucp_test: after cleanup: %llu endpoints, %llu MRs on the fabric\n",
+           (unsigned long long)s.live_eps, (unsigned long long)s.fake_live_mrs);
+    CHECK(s.live_eps == 0 && s.fake_live_mrs == 0, "RDMA resources left after ucp_cleanup");
     if (g_cuda) gp_devmem_fini();
     printf("rdma_ucp_test: OK\n");
     return 0;
