@@ -281,7 +281,12 @@ int gp_rdma_mem_reg(gp_rdma_dev_t *dev, void *addr, size_t len, void *rkey_out, 
         set_err(err, errlen, "invalid argument");
         return -EINVAL;
     }
-    const LocalBuffer b = dev->classify(addr, len);
+    int device = -1;
+    const LocalBuffer b = dev->classify(addr, len, &device);
+    // peers' direct puts into this device memory are flushed here before
+    // they complete (where the GPU needs it)
+    const std::uint32_t flag =
+        (device >= 0 && gdrpipe::cuda::rdma_flush_needed(device)) ? kKeyFlushOnWrite : 0;
     gp_rdma_dev::Exposure x;
     x.addr = reinterpret_cast<std::uintptr_t>(addr);
     x.len = len;
@@ -299,8 +304,8 @@ int gp_rdma_mem_reg(gp_rdma_dev_t *dev, void *addr, size_t len, void *rkey_out, 
     {
         std::lock_guard<std::mutex> g(dev->mu);
         do {
-            k.key_id = dev->next_key++;
-        } while (k.key_id == 0 || dev->exposures.count(k.key_id) != 0);
+            k.key_id = ((dev->next_key++) & ~kKeyFlushOnWrite) | flag;
+        } while ((k.key_id & ~kKeyFlushOnWrite) == 0 || dev->exposures.count(k.key_id) != 0);
         dev->exposures.emplace(k.key_id, std::move(x));
     }
     const std::vector<std::uint8_t> blob = pack_remote_key(k);
@@ -335,6 +340,19 @@ gp_rdma_ep_t *gp_rdma_ep_create(gp_rdma_dev_t *dev, const gp_rdma_ep_config_t *c
     tc.slots = cfg->slots;
     tc.exposed = [dev](std::uint32_t key, std::uint64_t a, std::uint64_t n) {
         return dev->exposed(key, a, n);
+    };
+    tc.flush_remote_writes = [](std::uint64_t addr, std::uint64_t) {
+        gp_mem_info_t info;
+        if (gp_cuda_mem_query(reinterpret_cast<const void *>(addr), &info) != 0 || info.device < 0) {
+            return -EINVAL;
+        }
+        const CUresult r = gdrpipe::cuda::flush_rdma_writes(info.device);
+        if (r != CUDA_SUCCESS) {
+            GP_WARN("rdma: cuFlushGPUDirectRDMAWrites failed (%d)", static_cast<int>(r));
+            return -EIO;
+        }
+        g_cuda_flushes.fetch_add(1);
+        return 0;
     };
     StageOps ops;
     ops.stage_out = [ep](const void *s, void *d, std::size_t n, StageOps::Done done) {

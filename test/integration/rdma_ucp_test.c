@@ -12,7 +12,8 @@
  *   --max N            largest message (default 4 MiB)
  *   --workers N        N workers connected all-to-all (N*(N-1) endpoints),
  *                      one rendezvous message over each (default 2)
- *   --expect-flush     cuFlushGPUDirectRDMAWrites ran (gets into device memory)
+ *   --expect-flush     cuFlushGPUDirectRDMAWrites ran (direct gets into local,
+ *                      or direct puts into remote, device memory)
  *   --no-rma           tag send/recv only (UCX 1.13's protocols v1 hand
  *                      device pointers to put_short: RMA on device memory
  *                      needs UCX_PROTO_ENABLE=y there) */
@@ -362,7 +363,7 @@ int main(int argc, char **argv)
               "fewer RDMA transfers than endpoints");
     }
     if (g_expect_flush) {
-        CHECK(s.cuda_flushes > 0, "no cuFlushGPUDirectRDMAWrites after gets into device memory");
+        CHECK(s.cuda_flushes > 0, "no cuFlushGPUDirectRDMAWrites after direct RDMA into device memory");
     }
     close_eps();
     for (i = 0; i < g_nw; ++i) {
