@@ -299,7 +299,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-rma")) g_no_rma = 1;
         else if (!strcmp(argv[i], "--expect-flush")) g_expect_flush = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
-        else if (!strcmp(argv[i], "--max") && i + 1 < argc) g_max = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--max") && i + 1 < argc) {
+            char *end;
+            g_max = strtoull(argv[++i], &end, 0);
+            g_max <<= (*end == 'K' || *end == 'k') ? 10 : (*end == 'M' || *end == 'm') ? 20 : 0;
+        }
         else if (!strcmp(argv[i], "--workers") && i + 1 < argc) g_nw = atoi(argv[++i]);
         else { fprintf(stderr, "usage: %s [--cuda] [--fault] [--expect direct|staged|dmabuf] [--max N]\n", argv[0]); return 2; }
     }
