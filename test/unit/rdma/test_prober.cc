@@ -2,9 +2,11 @@
 // fabric. The fake's parameters fix where direct and staged cross:
 //   direct  ~ L + n / B_dev   (one RDMA WRITE touching "GPU" memory)
 //   staged  ~ 2L + n / B      (PUT_BEGIN and chunk WRITEs back to back, then
-//                              the CREDIT back; host bounce buffers)
+//                              the CREDITs back; host bounce buffers; as long
+//                              as the message fits in the slots, else every
+//                              further round of slots costs another 2L)
 // so n* = L / (1/B_dev - 1/B). Real time (the fake sleeps for its latency):
-// parameters are in the hundreds of microseconds to stay above noise.
+// time: the latency is milliseconds to stay above per-operation CPU costs.
 #include <gdrpipe/model/calibrate.hpp>
 #include <gdrpipe/rdma/fake_backend.hpp>
 #include <gdrpipe/rdma/prober.hpp>
@@ -45,10 +47,10 @@ Calib run(double latency_us, double host_gbps, double dev_gbps) {
     pc.dst = dst.data();
     pc.capacity = cap;
     pc.kind = MemKind::device;
-    pc.ops.stage_out = [](const void *s, void *d, std::size_t n, StageOps::Done done) {
-        std::memcpy(d, s, n);
-        done(0);
-    };
+    // stage copies cost nothing here (they would be D2H/H2D copies on the
+    // copy engines, modelled by neither side): the fabric's parameters alone
+    // decide. The data is checked by the transfer tests, not here.
+    pc.ops.stage_out = [](const void *, void *, std::size_t, StageOps::Done done) { done(0); };
     pc.ops.stage_in = pc.ops.stage_out;
     RdmaProber prober(*ctx, *pd, reg, pc);
 
@@ -58,11 +60,13 @@ Calib run(double latency_us, double host_gbps, double dev_gbps) {
     o.repeats = 3;
     o.budget_s = 20;
     o.tune_pipeline = false;
-    o.pipeline = model::PipelineParams{std::size_t{256} << 10, 4};
+    // 1 MiB x 4: every size fits in one round of slots, so the staged time
+    // has no credit round trips beyond the first (~2L + n/B)
+    o.pipeline = model::PipelineParams{std::size_t{1} << 20, 4};
     Calib c;
     c.result = model::calibrate(prober, o);
     c.mismatches = prober.mismatches();
-    CHECK(dst[cap - 1] == 0x5a); // the largest puts really landed
+    CHECK(dst[cap - 1] == 0x5a); // the largest direct puts really landed
     return c;
 }
 
@@ -70,8 +74,9 @@ Calib run(double latency_us, double host_gbps, double dev_gbps) {
 
 TEST_CASE("rdma prober: the crossover lies where the fake fabric's parameters put it",
           "[rdma][prober]") {
-    const double L = 400e-6, B = 2e9, Bdev = 0.25e9; // s, bytes/s
-    const double expected = L / (1 / Bdev - 1 / B); // ~114 KB
+    // L large against per-operation CPU costs (sanitizer builds, loaded CI)
+    const double L = 2e-3, B = 2e9, Bdev = 0.25e9; // s, bytes/s
+    const double expected = L / (1 / Bdev - 1 / B); // ~571 KB
     Calib c = run(L * 1e6, B / 1e9, Bdev / 1e9);
     REQUIRE(c.result.status == model::CalibStatus::ok);
     CHECK(c.mismatches == 0);
@@ -88,7 +93,7 @@ TEST_CASE("rdma prober: the crossover lies where the fake fabric's parameters pu
 
 TEST_CASE("rdma prober: without a GPU-access penalty direct wins at every size",
           "[rdma][prober]") {
-    Calib c = run(400, 2.0, 0.0); // device memory as fast as host memory
+    Calib c = run(2000, 2.0, 0.0); // device memory as fast as host memory
     REQUIRE(c.result.status == model::CalibStatus::ok);
     const auto &x = c.result.record.model.crossover();
     INFO("threshold " << x.threshold << " kind " << model::crossover_kind_name(x.kind));
