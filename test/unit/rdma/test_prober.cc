@@ -57,7 +57,7 @@ Calib run(double latency_us, double host_gbps, double dev_gbps) {
     model::CalibOptions o;
     o.min_bytes = 4096;
     o.max_bytes = cap;
-    o.repeats = 3;
+    o.repeats = 5;
     o.budget_s = 20;
     o.tune_pipeline = false;
     // 1 MiB x 4: every size fits in one round of slots, so the staged time
@@ -72,30 +72,41 @@ Calib run(double latency_us, double host_gbps, double dev_gbps) {
 
 } // namespace
 
+// Real time on a shared machine: a load spike during one calibration can
+// skew it, so each case gets up to three attempts and must succeed in one;
+// a systematic error fails all three.
 TEST_CASE("rdma prober: the crossover lies where the fake fabric's parameters put it",
           "[rdma][prober]") {
     // L large against per-operation CPU costs (sanitizer builds, loaded CI)
     const double L = 2e-3, B = 2e9, Bdev = 0.25e9; // s, bytes/s
     const double expected = L / (1 / Bdev - 1 / B); // ~571 KB
-    Calib c = run(L * 1e6, B / 1e9, Bdev / 1e9);
-    REQUIRE(c.result.status == model::CalibStatus::ok);
-    CHECK(c.mismatches == 0);
-    const auto &x = c.result.record.model.crossover();
-    INFO("threshold " << x.threshold << " expected ~" << expected << " kind "
-                      << model::crossover_kind_name(x.kind));
-    CHECK(x.kind == model::CrossoverKind::single);
-    CHECK(static_cast<double>(x.threshold) > expected / 2);
-    CHECK(static_cast<double>(x.threshold) < expected * 2);
-    // small messages direct, large ones staged
-    CHECK(c.result.record.model.choose(4096) == model::Path::direct);
-    CHECK(c.result.record.model.choose(std::size_t{4} << 20) == model::Path::staged);
+    bool ok = false;
+    for (int attempt = 0; attempt < 3 && !ok; ++attempt) {
+        Calib c = run(L * 1e6, B / 1e9, Bdev / 1e9);
+        REQUIRE(c.result.status == model::CalibStatus::ok);
+        CHECK(c.mismatches == 0);
+        const model::CostModel &m = c.result.record.model;
+        const auto &x = m.crossover();
+        const double t = static_cast<double>(x.threshold);
+        WARN("attempt " << attempt << ": threshold " << x.threshold << ", expected ~"
+                        << expected << ", kind " << model::crossover_kind_name(x.kind));
+        ok = x.kind == model::CrossoverKind::single && t > expected / 2 && t < expected * 2 &&
+             m.choose(4096) == model::Path::direct &&
+             m.choose(std::size_t{4} << 20) == model::Path::staged;
+    }
+    CHECK(ok);
 }
 
 TEST_CASE("rdma prober: without a GPU-access penalty direct wins at every size",
           "[rdma][prober]") {
-    Calib c = run(2000, 2.0, 0.0); // device memory as fast as host memory
-    REQUIRE(c.result.status == model::CalibStatus::ok);
-    const auto &x = c.result.record.model.crossover();
-    INFO("threshold " << x.threshold << " kind " << model::crossover_kind_name(x.kind));
-    CHECK(x.threshold == model::kNever);
+    bool ok = false;
+    for (int attempt = 0; attempt < 3 && !ok; ++attempt) {
+        Calib c = run(2000, 2.0, 0.0); // device memory as fast as host memory
+        REQUIRE(c.result.status == model::CalibStatus::ok);
+        const auto &x = c.result.record.model.crossover();
+        WARN("attempt " << attempt << ": threshold " << x.threshold << ", kind "
+                        << model::crossover_kind_name(x.kind));
+        ok = x.threshold == model::kNever;
+    }
+    CHECK(ok);
 }
