@@ -1,6 +1,7 @@
 /* The gdrpipe UCT component: registration (with the UCX version check),
  * configuration tables, memory-domain resources and remote keys. */
 #include "gdrpipe.h"
+#include "rdma.h"
 
 #include <uct/api/uct.h>
 #include <ucp/api/ucp.h>
@@ -212,12 +213,14 @@ UCS_STATIC_INIT
     gdrpipe_memhooks_init();
     uct_tl_register(&gdrpipe_component, &gdrpipe_tl);
     uct_component_register(&gdrpipe_component);
+    gdrpipe_rdma_register();
     gdrpipe_registered = 1;
 }
 
 UCS_STATIC_CLEANUP
 {
     if (gdrpipe_registered) {
+        gdrpipe_rdma_unregister();
         uct_component_unregister(&gdrpipe_component);
         uct_tl_unregister(&gdrpipe_tl);
     }

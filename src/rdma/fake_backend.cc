@@ -4,6 +4,10 @@
 #include <gdrpipe/log.hpp>
 #include <gdrpipe/rdma/fake_backend.hpp>
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -396,12 +400,18 @@ struct Fabric {
 
 class FakeMr final : public MemoryRegion {
   public:
-    FakeMr(std::shared_ptr<Fabric> f, std::uint32_t key, std::uint64_t iova, std::size_t len)
-        : f_(std::move(f)), key_(key), iova_(iova), len_(len) {}
+    FakeMr(std::shared_ptr<Fabric> f, std::uint32_t key, std::uint64_t iova, std::size_t len,
+           void *map = nullptr, std::size_t map_len = 0)
+        : f_(std::move(f)), key_(key), iova_(iova), len_(len), map_(map), map_len_(map_len) {}
     ~FakeMr() override {
-        std::lock_guard<std::mutex> g(f_->mu);
-        f_->mrs.erase(key_);
-        f_->st.live_mrs = f_->mrs.size();
+        {
+            std::lock_guard<std::mutex> g(f_->mu);
+            f_->mrs.erase(key_);
+            f_->st.live_mrs = f_->mrs.size();
+        }
+        if (map_ != nullptr) {
+            munmap(map_, map_len_);
+        }
     }
     std::uint32_t lkey() const noexcept override { return key_; }
     std::uint32_t rkey() const noexcept override { return key_; }
@@ -413,6 +423,8 @@ class FakeMr final : public MemoryRegion {
     std::uint32_t key_;
     std::uint64_t iova_;
     std::size_t len_;
+    void *map_;          // the "NIC's" mapping of a real dma-buf fd
+    std::size_t map_len_;
 };
 
 class FakeCq final : public CompletionQueue {
@@ -563,9 +575,14 @@ class FakeQp final : public QueuePair {
         }
         const Clock::time_point now = Clock::now();
         Clock::time_point start = std::max(now, q_->busy);
-        if (f_->cfg.bandwidth_gbps > 0) {
+        double bw = f_->cfg.bandwidth_gbps;
+        if (f_->cfg.device_bandwidth_gbps > 0 && touches_device_mem(op, bytes)) {
+            // GPUDirect: the NIC reads/writes GPU memory across PCIe peer-to-peer
+            bw = bw > 0 ? std::min(bw, f_->cfg.device_bandwidth_gbps) : f_->cfg.device_bandwidth_gbps;
+        }
+        if (bw > 0) {
             start += std::chrono::nanoseconds(
-                static_cast<long long>(static_cast<double>(bytes) / f_->cfg.bandwidth_gbps));
+                static_cast<long long>(static_cast<double>(bytes) / bw));
         }
         q_->busy = start;
         op.due = start + std::chrono::nanoseconds(
@@ -575,6 +592,15 @@ class FakeQp final : public QueuePair {
         f_->ops.push_back(std::move(op));
         f_->cv.notify_all();
         return 0;
+    }
+
+    bool touches_device_mem(const Op &op, std::size_t bytes) const {
+        for (const Sge &s : op.sges) {
+            if (f_->overlaps_device_mem(s.addr, s.length)) {
+                return true;
+            }
+        }
+        return op.kind != OpKind::send && f_->overlaps_device_mem(op.raddr, bytes);
     }
 
     std::shared_ptr<Fabric> f_;
@@ -618,7 +644,7 @@ class FakePd final : public ProtectionDomain {
         }
         auto it = f_->dmabufs.find(fd);
         if (it == f_->dmabufs.end()) {
-            return make_error(-EBADF, "fake reg_dmabuf_mr: unknown fd");
+            return import_real_dmabuf(fd, offset, len, iova, access);
         }
         if (offset > it->second.second || len > it->second.second - offset) {
             return make_error(-EINVAL, "fake reg_dmabuf_mr: range outside the dma-buf");
@@ -627,6 +653,38 @@ class FakePd final : public ProtectionDomain {
         const std::uint32_t key = f_->add_mr(rec);
         ++f_->st.dmabuf_regs;
         return std::unique_ptr<MemoryRegion>(std::make_unique<FakeMr>(f_, key, iova, len));
+    }
+
+    // A real descriptor (the CUDA simulator's cuMemGetHandleForAddressRange:
+    // a memfd whose file position is where the exported range starts): the
+    // fake NIC maps it, as a real one would DMA into the dma-buf's pages.
+    // Called with f_->mu held.
+    Expected<std::unique_ptr<MemoryRegion>> import_real_dmabuf(int fd, std::uint64_t offset,
+                                                               std::size_t len, std::uint64_t iova,
+                                                               unsigned access) {
+        const off_t pos = lseek(fd, 0, SEEK_CUR);
+        if (pos < 0) {
+            return make_error(-EBADF, "fake reg_dmabuf_mr: unknown fd");
+        }
+        struct stat st;
+        if (fstat(fd, &st) != 0 || static_cast<std::uint64_t>(pos) + offset + len >
+                                       static_cast<std::uint64_t>(st.st_size)) {
+            return make_error(-EINVAL, "fake reg_dmabuf_mr: range outside the dma-buf");
+        }
+        const std::uint64_t start = static_cast<std::uint64_t>(pos) + offset;
+        const std::uint64_t page = 4096;
+        const std::uint64_t astart = start & ~(page - 1);
+        const std::size_t mlen = static_cast<std::size_t>(start - astart) + len;
+        void *m = mmap(nullptr, mlen, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                       static_cast<off_t>(astart));
+        if (m == MAP_FAILED) {
+            return make_error(-errno, "fake reg_dmabuf_mr: cannot map the dma-buf");
+        }
+        MrRec rec{id_, iova, len, static_cast<std::uint8_t *>(m) + (start - astart), access};
+        const std::uint32_t key = f_->add_mr(rec);
+        ++f_->st.dmabuf_regs;
+        return std::unique_ptr<MemoryRegion>(
+            std::make_unique<FakeMr>(f_, key, iova, len, m, mlen));
     }
 
     Expected<std::unique_ptr<QueuePair>> create_qp(CompletionQueue &send_cq,

@@ -23,7 +23,8 @@ constexpr std::uint32_t kMaxIds = 1024;
 constexpr std::uint32_t kMaxChunks = 1u << 16;
 constexpr std::uint32_t kCtrlMagic = 0x47504331; // "GPC1"
 
-enum class CtrlType : std::uint32_t { put_begin = 1, get_req, credit, nack, put_abort };
+enum class CtrlType : std::uint32_t { put_begin = 1, get_req, credit, nack, put_abort, write_flush,
+                                       flush_ack };
 
 struct CtrlMsg {
     std::uint32_t magic = kCtrlMagic;
@@ -151,6 +152,9 @@ struct TransferEngine::Impl {
         Sge sge{};
         std::uint64_t raddr = 0;
         std::uint32_t rkey = 0;
+        std::uint32_t key_id = 0;
+        bool flush_at_target = false; // direct put: WRITE_FLUSH after the WRITE
+        bool flush_requested = false;
         // staged get
         std::uint8_t *dst = nullptr;
         std::size_t len = 0;
@@ -323,6 +327,8 @@ struct TransferEngine::Impl {
                          static_cast<std::uint32_t>(local.len), xr.reg.lkey()};
             xr.raddr = raddr;
             xr.rkey = key.rkey;
+            xr.key_id = key.key_id;
+            xr.flush_at_target = key.flush_on_write();
             post_direct(xr);
             return 0;
         }
@@ -489,7 +495,22 @@ struct TransferEngine::Impl {
             --sq_used;
             auto it = by_id.find(static_cast<std::uint32_t>(idx));
             if (it != by_id.end()) {
-                finish(*it->second, ok ? 0 : (c.status == WcStatus::rem_access_err ? -EACCES : -ECONNRESET));
+                Xfer &x = *it->second;
+                if (ok && x.flush_at_target && !x.is_get) {
+                    // the data is placed; the target flushes it for CUDA and
+                    // answers FLUSH_ACK, which completes the put
+                    CtrlMsg m;
+                    m.type = static_cast<std::uint32_t>(CtrlType::write_flush);
+                    m.id = x.id;
+                    m.key_id = x.key_id;
+                    m.addr = x.raddr;
+                    m.len = x.sge.length;
+                    x.flush_requested = true;
+                    ++self->stats_.flush_requests;
+                    send_ctrl(m);
+                } else {
+                    finish(x, ok ? 0 : (c.status == WcStatus::rem_access_err ? -EACCES : -ECONNRESET));
+                }
             }
             break;
         }
@@ -526,12 +547,17 @@ struct TransferEngine::Impl {
         case CtrlType::credit: on_credit(m); break;
         case CtrlType::nack: on_nack(m); break;
         case CtrlType::put_abort: in_puts.erase(m.id); break;
+        case CtrlType::write_flush: on_write_flush(m); break;
+        case CtrlType::flush_ack: on_flush_ack(m); break;
         default: protocol_error("unknown control message"); break;
         }
     }
 
     // Owner side: is [addr, addr+len) inside exposure key_id?
     bool exposed(std::uint32_t key_id, std::uint64_t addr, std::uint64_t len) const {
+        if (cfg.exposed) {
+            return len != 0 && cfg.exposed(key_id, addr, len);
+        }
         auto it = exposures.find(key_id);
         if (it == exposures.end() || len == 0) {
             return false;
@@ -612,6 +638,30 @@ struct TransferEngine::Impl {
                 it->second.status = -EIO;
             }
         }
+    }
+
+    // Owner side: the peer's direct WRITE into an exposed range is placed;
+    // make it visible to CUDA work before the peer's put completes.
+    void on_write_flush(const CtrlMsg &m) {
+        CtrlMsg a;
+        a.type = static_cast<std::uint32_t>(CtrlType::flush_ack);
+        a.id = m.id;
+        if (!exposed(m.key_id, m.addr, m.len)) {
+            a.status = -EACCES;
+        } else if (cfg.flush_remote_writes) {
+            a.status = cfg.flush_remote_writes(m.addr, m.len);
+            ++self->stats_.flushes_done;
+        }
+        send_ctrl(a);
+    }
+
+    void on_flush_ack(const CtrlMsg &m) {
+        auto it = by_id.find(m.id);
+        if (it == by_id.end() || !it->second->flush_requested) {
+            protocol_error("FLUSH_ACK for no flush");
+            return;
+        }
+        finish(*it->second, m.status <= 0 ? m.status : -EIO);
     }
 
     void on_nack(const CtrlMsg &m) {
@@ -933,9 +983,11 @@ Expected<RemoteKey> TransferEngine::expose(const LocalBuffer &buf) {
     k.addr = x.addr;
     k.len = x.len;
     k.rkey = x.reg.rkey();
+    const std::uint32_t flag =
+        (buf.kind == MemKind::device && im.cfg.flush_remote_writes) ? kKeyFlushOnWrite : 0;
     do {
-        k.key_id = im.next_key_id++;
-    } while (k.key_id == 0 || im.exposures.count(k.key_id) != 0);
+        k.key_id = ((im.next_key_id++) & ~kKeyFlushOnWrite) | flag;
+    } while ((k.key_id & ~kKeyFlushOnWrite) == 0 || im.exposures.count(k.key_id) != 0);
     im.exposures.emplace(k.key_id, std::move(x));
     return k;
 }

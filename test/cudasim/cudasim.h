@@ -12,6 +12,9 @@ extern "C" {
  * error (the model is left unchanged). */
 int gdrpipe_sim_set_topology(const char *spec);
 
+/* How many times cuFlushGPUDirectRDMAWrites succeeded in this process. */
+unsigned long gdrpipe_sim_rdma_flushes(void);
+
 #ifdef __cplusplus
 }
 #endif

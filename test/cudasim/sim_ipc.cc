@@ -7,6 +7,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include <atomic>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "sim_internal.hpp"
 
 using namespace sim;
@@ -136,11 +140,27 @@ SIM_API CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr, s
   int src = a->fd;
   if (a->kind == Kind::Vmm) src = a->phys->fd;
   if (a->kind == Kind::Pool || a->kind == Kind::PoolImport) src = a->pool->fd;
-  int fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
+  // A new open file description of the backing memfd (not a dup: its file
+  // position is its own). Simulator convention, used by the fake RDMA device
+  // (src/rdma/fake_backend.cc): the position is where the exported range
+  // starts in the memfd, as a real dma-buf fd starts at the range.
+  size_t off = uintptr_t(dptr) - a->base;
+  if (a->kind == Kind::Pool || a->kind == Kind::PoolImport) off += a->pool_off;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", src);
+  int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (lseek(fd, off_t(off), SEEK_SET) != off_t(off)) {
+    close(fd);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   memcpy(handle, &fd, sizeof fd);
   return CUDA_SUCCESS;
 }
+
+static std::atomic<unsigned long> g_rdma_flushes{0};
+
+SIM_API unsigned long gdrpipe_sim_rdma_flushes(void) { return g_rdma_flushes.load(); }
 
 SIM_API CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target,
                                             CUflushGPUDirectRDMAWritesScope scope) {
@@ -150,5 +170,6 @@ SIM_API CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget tar
   if (scope != CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER &&
       scope != CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES)
     return CUDA_ERROR_INVALID_VALUE;
+  g_rdma_flushes.fetch_add(1);
   return CUDA_SUCCESS;
 }

@@ -1,3 +1,5 @@
+#include <dlfcn.h>
+#include <sys/mman.h>
 // Cross-process sharing: legacy IPC handles, VMM POSIX-fd export, pools.
 #include <fcntl.h>
 
@@ -243,7 +245,24 @@ TEST_CASE("dma-buf handle and RDMA flush", "[ipc]") {
   REQUIRE(fd >= 0);
   REQUIRE(lseek(fd, 0, SEEK_END) >= (2 << 20));
   close(fd);
+  // a sub-range: the descriptor's position is where the range starts, and a
+  // mapping from there sees the device bytes (what the fake RDMA NIC does)
+  std::vector<unsigned char> pat(4096);
+  for (size_t i = 0; i < pat.size(); i++) pat[i] = (unsigned char)(i * 7 + 3);
+  CU_OK(cuMemcpyHtoD(d + (64 << 10), pat.data(), pat.size()));
+  CU_OK(cuMemGetHandleForAddressRange(&fd, d + (64 << 10), 64 << 10,
+                                      CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+  REQUIRE(lseek(fd, 0, SEEK_CUR) == (64 << 10));
+  void *m = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 64 << 10);
+  REQUIRE(m != MAP_FAILED);
+  REQUIRE(memcmp(m, pat.data(), pat.size()) == 0);
+  munmap(m, 4096);
+  close(fd);
+  auto flushes = reinterpret_cast<unsigned long (*)(void)>(
+      dlsym(RTLD_DEFAULT, "gdrpipe_sim_rdma_flushes"));
+  const unsigned long before = flushes != nullptr ? flushes() : 0;
   CU_OK(cuFlushGPUDirectRDMAWrites(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX,
                                    CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER));
+  if (flushes != nullptr) REQUIRE(flushes() == before + 1);
   CU_OK(cuMemFree(d));
 }

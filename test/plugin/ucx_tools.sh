@@ -16,7 +16,17 @@ check "ucx_info -d lists transport gdrpipe on device memory" \
 check "without the plugin there is no gdrpipe" \
     bash -c "! ucx_info -d 2>&1 | grep -q gdrpipe"
 
+# the RDMA transport: no RDMA device here -> no resource, nothing logged
+check "no RDMA device: no gp_rdma resource and no RDMA message" \
+    bash -c "! grep -qiE 'gp_rdma|gdrpipe_rdma|rdma:' <<< \"\$0\"" "$info_d"
+info_fake=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y ucx_info -d 2>&1)
+check "UCX_GDRPIPE_RDMA_FAKE=y (test only) lists gp_rdma on fake0:1" \
+    grep -qzE "Transport: gp_rdma[[:space:]]+#[[:space:]]+Device: fake0:1" <<< "$info_fake"
+
 info_c=$(LD_PRELOAD=$plugin ucx_info -c 2>&1)
+for v in PATH THRESH CHUNK_SIZE SLOTS SEG_SIZE FAKE; do
+    check "ucx_info -c shows UCX_GDRPIPE_RDMA_$v" grep -q "^UCX_GDRPIPE_RDMA_$v=" <<< "$info_c"
+done
 for v in SEG_SIZE FIFO_SIZE BW LAT COPY_H2D_BW COPY_D2H_BW COPY_LAT CUDA_LIB; do
     check "ucx_info -c shows UCX_GDRPIPE_$v" grep -q "^UCX_GDRPIPE_$v=" <<< "$info_c"
 done

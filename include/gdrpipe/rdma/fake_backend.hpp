@@ -11,7 +11,8 @@
 // - Receives: a SEND or WRITE_WITH_IMM waits at the head of its QP until the
 //   peer posts a receive (like rnr_retry = 7, infinite).
 // - Latency and bandwidth per QP: an op is done at
-//   max(now, qp busy) + bytes/bandwidth + latency.
+//   max(now, qp busy) + bytes/bandwidth + latency; operations touching
+//   declared device memory use device_bandwidth_gbps if lower.
 // - Faults: a QP forced to error; failing registrations; an MR limit
 //   (-ENOMEM beyond it); dma-buf unsupported; device memory that reg_mr
 //   refuses (-EFAULT) unless "peermem" is on.
@@ -30,6 +31,9 @@ struct FakeConfig {
     bool ports_active = true;
     double latency_us = 1.0;
     double bandwidth_gbps = 0.0; // GB/s; 0 = unlimited
+    // GB/s of operations that touch memory declared as device memory (the
+    // NIC's peer-to-peer access to GPU memory); 0 = same as bandwidth_gbps
+    double device_bandwidth_gbps = 0.0;
     std::size_t max_mrs = 0;     // live MRs on the fabric; 0 = unlimited
     bool dmabuf_supported = true;
     bool peermem = false;        // reg_mr accepts device memory

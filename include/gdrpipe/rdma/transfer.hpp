@@ -45,6 +45,15 @@ struct TransferConfig {
     std::uint32_t slot_size = 1u << 20;       // receive slot = chunk size (mult. of 4096)
     std::uint32_t slots = 4;                  // pipeline depth per direction (<= 32)
     ConnectionConfig conn{};
+    // Owner-side check of a staged request (key_id, [addr, addr+len)). Empty:
+    // this engine's own expose() table. Set by users whose keys are shared by
+    // several endpoints (the UCX glue: one rkey per memory domain).
+    std::function<bool(std::uint32_t key_id, std::uint64_t addr, std::uint64_t len)> exposed;
+    // Owner side: a peer's direct put into [addr, addr+len) (a range exposed
+    // with kKeyFlushOnWrite) has been placed by the NIC; make it visible to
+    // CUDA work (cuFlushGPUDirectRDMAWrites). 0 or -errno (the put fails).
+    // Set: expose() flags device buffers with kKeyFlushOnWrite.
+    std::function<int(std::uint64_t addr, std::uint64_t len)> flush_remote_writes;
 };
 
 enum class PathChoice { automatic, direct, staged };
@@ -57,6 +66,11 @@ struct LocalBuffer {
     cache::AddrRange bounds = cache::AddrRange::all();
 };
 
+// key_id bit: direct puts into this range must be flushed at the owner
+// (device memory on a GPU that needs cuFlushGPUDirectRDMAWrites): the put
+// sends WRITE_FLUSH after its WRITE and completes on the owner's FLUSH_ACK.
+inline constexpr std::uint32_t kKeyFlushOnWrite = 1u << 31;
+
 // What an owner hands to a requester for a range it exposes.
 struct RemoteKey {
     std::uint64_t addr = 0;
@@ -64,6 +78,7 @@ struct RemoteKey {
     std::uint32_t rkey = 0;   // 0: no MR, staged only
     std::uint32_t key_id = 0; // owner-side exposure id (staged requests)
     bool direct() const noexcept { return rkey != 0; }
+    bool flush_on_write() const noexcept { return (key_id & kKeyFlushOnWrite) != 0; }
 };
 inline constexpr std::size_t kRemoteKeySize = 24;
 std::vector<std::uint8_t> pack_remote_key(const RemoteKey &k);
@@ -77,6 +92,8 @@ struct TransferStats {
     std::uint64_t chunks_sent = 0;
     std::uint64_t chunks_received = 0;
     std::uint64_t nacks_sent = 0;
+    std::uint64_t flush_requests = 0; // direct puts that asked the owner to flush
+    std::uint64_t flushes_done = 0;   // owner side: flush_remote_writes calls
 };
 
 class TransferEngine {

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -242,4 +244,37 @@ TEST_CASE("fake: a QP forced to error flushes posted receives", "[rdma][fake]") 
     Sge s = sge(buf, *ma);
     REQUIRE(a.qp->post_send(1, {&s, 1}, std::nullopt, true, false) == 0);
     CHECK(wait_one(*a.cq).status == WcStatus::retry_exc_err);
+}
+
+TEST_CASE("fake: a real dma-buf descriptor is imported by mapping it at its position",
+          "[rdma][fake]") {
+    // the CUDA simulator's convention: a memfd whose file position is where
+    // the exported range starts
+    FakeFabric f;
+    Ep a = make_ep(f), b = make_ep(f);
+    connect(a, b);
+    const int fd = memfd_create("gp-fake-dmabuf", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, 1 << 20) == 0);
+    REQUIRE(lseek(fd, 64 << 10, SEEK_SET) == (64 << 10));
+    const std::uint64_t iova = 0x7f0000000000ull;
+    auto mr = b.pd->reg_dmabuf_mr(fd, 4096 + 100, 8192, iova, kAccessAll);
+    REQUIRE(mr);
+    CHECK(f.stats().dmabuf_regs == 1);
+    // beyond the file: refused
+    CHECK(b.pd->reg_dmabuf_mr(fd, 1 << 20, 4096, iova, kAccessAll).error().code == -EINVAL);
+    // not a descriptor at all
+    CHECK(b.pd->reg_dmabuf_mr(987654, 0, 4096, iova, kAccessAll).error().code == -EBADF);
+
+    std::vector<std::uint8_t> src(8192);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 13 + 1);
+    auto ms = a.pd->reg_mr(src.data(), src.size(), kAccessAll).value();
+    Sge s = sge(src, *ms, 0, 5000);
+    REQUIRE(a.qp->post_write(1, {&s, 1}, iova + 10, mr.value()->rkey(), std::nullopt, true) == 0);
+    CHECK(wait_one(*a.cq).status == WcStatus::success);
+    std::vector<std::uint8_t> got(5000);
+    REQUIRE(pread(fd, got.data(), got.size(), (64 << 10) + 4096 + 100 + 10) == 5000);
+    CHECK(std::memcmp(got.data(), src.data(), 5000) == 0);
+    mr.value().reset(); // unmaps
+    close(fd);
 }

@@ -150,3 +150,75 @@ TEST_CASE("direct: with dma-buf the device buffer is written by the NIC", "[rdma
     CHECK(p.b.eng->invalidate(gpu, 1 << 16) == 1);
     std::free(gpu);
 }
+
+TEST_CASE("direct: a put into flagged device memory completes after the owner's flush",
+          "[rdma][direct]") {
+    FakeFabric *fabp = nullptr;
+    DeviceRegHooks hooks;
+    hooks.get_dmabuf_fd = [&fabp](const void *ptr, std::size_t n, int *fd, std::uint64_t *off) {
+        const int r = fabp->export_dmabuf(ptr, n);
+        if (r < 0) return r;
+        *fd = r;
+        *off = 0;
+        return 0;
+    };
+    hooks.close_dmabuf_fd = [&fabp](int fd) { fabp->close_dmabuf(fd); };
+    int flushes = 0, flush_status = 0;
+    std::uint64_t flushed_addr = 0, flushed_len = 0;
+    TransferConfig tc = Pair::small_config();
+    tc.flush_remote_writes = [&](std::uint64_t a, std::uint64_t n) {
+        ++flushes;
+        flushed_addr = a;
+        flushed_len = n;
+        return flush_status;
+    };
+    Pair p({}, tc, hooks);
+    fabp = &p.fab;
+    auto *gpu = static_cast<std::uint8_t *>(std::aligned_alloc(1 << 16, 1 << 16));
+    p.fab.add_device_memory(gpu, 1 << 16);
+    std::memset(gpu, 0, 1 << 16);
+    auto key = p.b.eng->expose({gpu, 1 << 16, MemKind::device}).value();
+    REQUIRE(key.direct());
+    CHECK(key.flush_on_write());
+    auto src = pattern(3000, 5);
+    int flushes_at_completion = -1;
+    Result r;
+    auto cb = [&](int st) {
+        flushes_at_completion = flushes;
+        r.done = true;
+        r.status = st;
+    };
+    REQUIRE(p.a.eng->put({src.data(), src.size()}, key.addr + 64, key, cb) == 0);
+    REQUIRE(p.run_until([&] { return r.done; }));
+    CHECK(r.status == 0);
+    CHECK(flushes_at_completion == 1); // the flush ran before the put completed
+    CHECK(flushed_addr == key.addr + 64);
+    CHECK(flushed_len == src.size());
+    CHECK(std::memcmp(gpu + 64, src.data(), src.size()) == 0);
+    CHECK(p.a.eng->stats().flush_requests == 1);
+    CHECK(p.b.eng->stats().flushes_done == 1);
+
+    // a get reads device memory: no flush at the owner
+    std::vector<std::uint8_t> back(3000);
+    Result g;
+    REQUIRE(p.a.eng->get({back.data(), back.size()}, key.addr + 64, key, g.cb()) == 0);
+    REQUIRE(p.run_until([&] { return g.done; }));
+    CHECK(g.status == 0);
+    CHECK(flushes == 1);
+    CHECK(back == src);
+
+    // the owner's flush fails: so does the put (the connection stays up)
+    flush_status = -EIO;
+    Result f;
+    REQUIRE(p.a.eng->put({src.data(), 100}, key.addr, key, f.cb()) == 0);
+    REQUIRE(p.run_until([&] { return f.done; }));
+    CHECK(f.status == -EIO);
+    CHECK(p.a.eng->state() == ConnState::connected);
+
+    // host memory is never flagged
+    std::vector<std::uint8_t> host(4096);
+    auto hk = p.b.eng->expose({host.data(), host.size()}).value();
+    CHECK_FALSE(hk.flush_on_write());
+    CHECK(p.b.eng->invalidate(gpu, 1 << 16) == 1);
+    std::free(gpu);
+}

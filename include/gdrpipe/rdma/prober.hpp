@@ -1,0 +1,49 @@
+// Calibration over the RDMA wire: a model::Prober that times one put of the
+// direct path (RDMA WRITE from the registered source; GPUDirect RDMA for
+// device memory) or of the host-staged pipeline, between two transfer
+// engines of this process connected through one port (on hardware: loopback
+// through the HCA, which crosses the same PCIe paths as a remote transfer;
+// in tests: the fake fabric, whose latency/bandwidth set the crossover).
+// The staged pipeline's shape (chunk = receive slot, depth = slots) is fixed
+// per engine pair, so a new PipelineParams reconnects the pair.
+#pragma once
+#include <gdrpipe/model/calibrate.hpp>
+#include <gdrpipe/rdma/transfer.hpp>
+
+#include <memory>
+#include <optional>
+
+namespace gdrpipe::rdma {
+
+struct RdmaProberConfig {
+    void *src = nullptr;       // capacity bytes each, caller-owned
+    void *dst = nullptr;
+    std::size_t capacity = 0;
+    MemKind kind = MemKind::host; // of both buffers
+    StageOps ops;              // stage copies (D2H/H2D for device memory)
+    TransferConfig transfer;   // conn/caps; slot_size/slots come from PipelineParams
+    double timeout_s = 10.0;   // one transfer
+};
+
+class RdmaProber final : public model::Prober {
+  public:
+    RdmaProber(Context &ctx, ProtectionDomain &pd, Registrar &reg, RdmaProberConfig cfg);
+    ~RdmaProber() override;
+    std::optional<double> time_once(model::Path p, std::size_t bytes,
+                                    const model::PipelineParams &pp) override;
+    // Transfers that took another path than asked (e.g. direct impossible).
+    std::uint64_t mismatches() const noexcept { return mismatches_; }
+
+  private:
+    bool ensure_pair(const model::PipelineParams &pp);
+    Context &ctx_;
+    ProtectionDomain &pd_;
+    Registrar &reg_;
+    RdmaProberConfig cfg_;
+    std::optional<model::PipelineParams> shape_;
+    std::unique_ptr<TransferEngine> a_, b_;
+    RemoteKey key_{};
+    std::uint64_t mismatches_ = 0;
+};
+
+} // namespace gdrpipe::rdma

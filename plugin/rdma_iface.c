@@ -1,0 +1,282 @@
+/* Interface of the RDMA transport: capabilities, addresses, progress of its
+ * endpoints, bounce buffers of short/bcopy operations. */
+#include "rdma.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
+#include <ucs/type/class.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uct_iface_ops_t gdrpipe_rdma_iface_ops;
+
+static ucs_status_t gdrpipe_rdma_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
+{
+    gdrpipe_rdma_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_rdma_iface_t);
+
+    uct_base_iface_query(&iface->super, attr);
+    attr->iface_addr_len  = 0;
+    attr->device_addr_len = sizeof(gdrpipe_rdma_dev_addr_t);
+    attr->ep_addr_len     = gp_rdma_ep_address_length();
+    attr->max_conn_priv   = 0;
+    attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_PUT_SHORT |
+                            UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
+                            UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
+                            UCT_IFACE_FLAG_PENDING |
+                            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+    attr->cap.event_flags = 0;
+
+    attr->cap.put.max_short       = iface->seg_size;
+    attr->cap.put.max_bcopy       = iface->seg_size;
+    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.max_zcopy       = SIZE_MAX;
+    attr->cap.put.opt_zcopy_align = 1;
+    attr->cap.put.align_mtu       = 1;
+    attr->cap.put.max_iov         = 1;
+    attr->cap.get.max_short       = 0;
+    attr->cap.get.max_bcopy       = iface->seg_size;
+    attr->cap.get.min_zcopy       = 0;
+    attr->cap.get.max_zcopy       = SIZE_MAX;
+    attr->cap.get.opt_zcopy_align = 1;
+    attr->cap.get.align_mtu       = 1;
+    attr->cap.get.max_iov         = 1;
+
+    attr->latency             = ucs_linear_func_make(iface->latency, 0);
+    attr->bandwidth.dedicated = iface->bw;
+    attr->bandwidth.shared    = 0;
+    attr->overhead            = 50e-9;
+    attr->priority            = 0;
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_rdma_iface_get_address(uct_iface_h tl_iface,
+                                                   uct_iface_addr_t *addr)
+{
+    return UCS_OK; /* endpoints connect to endpoints: nothing at this level */
+}
+
+static ucs_status_t gdrpipe_rdma_iface_get_device_address(uct_iface_h tl_iface,
+                                                          uct_device_addr_t *addr)
+{
+    gdrpipe_rdma_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_rdma_iface_t);
+
+    ((gdrpipe_rdma_dev_addr_t*)addr)->fabric_id = gp_rdma_dev_fabric_id(iface->md->dev);
+    return UCS_OK;
+}
+
+static int gdrpipe_rdma_iface_is_reachable(const uct_iface_h tl_iface,
+                                           const uct_device_addr_t *dev_addr,
+                                           const uct_iface_addr_t *iface_addr)
+{
+    gdrpipe_rdma_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_rdma_iface_t);
+    uint64_t mine               = gp_rdma_dev_fabric_id(iface->md->dev);
+    uint64_t theirs;
+
+    if (dev_addr == NULL) {
+        return 0;
+    }
+    theirs = ((const gdrpipe_rdma_dev_addr_t*)dev_addr)->fabric_id;
+    /* RoCE reports 0: reachability is left to the IP network */
+    return (mine == theirs) || (mine == 0) || (theirs == 0);
+}
+
+static unsigned gdrpipe_rdma_iface_progress(uct_iface_h tl_iface)
+{
+    gdrpipe_rdma_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_rdma_iface_t);
+    gdrpipe_rdma_ep_t *ep, *tmp;
+    unsigned count = 0;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->eps, link) {
+        count += gdrpipe_rdma_ep_progress(ep);
+    }
+    /* failures are reported after the loop, one per call: UCX's handler may
+     * destroy endpoints */
+    ucs_list_for_each(ep, &iface->eps, link) {
+        if (ep->err_pending && !ep->err_reported) {
+            ep->err_reported = 1;
+            ucs_debug("gdrpipe_rdma: ep %p failed (%d): reporting to UCX", ep,
+                      ep->err_code);
+            uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                    UCS_ERR_ENDPOINT_TIMEOUT);
+            ++count;
+            break;
+        }
+    }
+    return count;
+}
+
+static ucs_status_t gdrpipe_rdma_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                             uct_completion_t *comp)
+{
+    gdrpipe_rdma_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_rdma_iface_t);
+    gdrpipe_rdma_ep_t *ep;
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    ucs_list_for_each(ep, &iface->eps, link) {
+        if (ep->outstanding != 0) {
+            return UCS_INPROGRESS;
+        }
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_rdma_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    gdrpipe_rdma_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_rdma_iface_t);
+    gdrpipe_rdma_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->eps, link) {
+        gdrpipe_rdma_ep_fence(&ep->super.super, flags);
+    }
+    return UCS_OK;
+}
+
+static UCS_CLASS_INIT_FUNC(gdrpipe_rdma_iface_t, uct_md_h md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    gdrpipe_rdma_iface_config_t *config = ucs_derived_of(tl_config,
+                                                         gdrpipe_rdma_iface_config_t);
+    uint8_t rkey[GP_RDMA_RKEY_SIZE];
+    char err[256];
+    unsigned i;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdrpipe_rdma_iface_ops,
+                              &uct_base_iface_internal_ops, md, worker, params,
+                              tl_config);
+
+    if ((config->chunk_size < 4096) || (config->chunk_size % 4096) ||
+        (config->chunk_size > (1ul << 30)) || (config->slots < 1) ||
+        (config->slots > 32)) {
+        ucs_error("gdrpipe_rdma: UCX_GDRPIPE_RDMA_CHUNK_SIZE=%zu / SLOTS=%u out of range "
+                  "(multiple of 4k up to 1g, 1..32)", config->chunk_size, config->slots);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->seg_size < 64) || (config->seg_size > UCS_MBYTE) ||
+        (config->bounce_count < 1) || (config->bounce_count > 65536)) {
+        ucs_error("gdrpipe_rdma: UCX_GDRPIPE_RDMA_SEG_SIZE=%zu / BOUNCE_COUNT=%u out of "
+                  "range ([64, 1m], [1, 65536])", config->seg_size, config->bounce_count);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    self->md               = ucs_derived_of(md, gdrpipe_rdma_md_t);
+    self->ep_cfg.path      = config->path;
+    self->ep_cfg.thresh    = config->thresh;
+    self->ep_cfg.slot_size = (uint32_t)config->chunk_size;
+    self->ep_cfg.slots     = config->slots;
+    self->bw               = config->bw;
+    self->latency          = config->latency;
+    self->seg_size         = config->seg_size;
+    self->bounce_count     = config->bounce_count;
+    ucs_list_head_init(&self->eps);
+
+    self->bounce_area = ucs_malloc(self->seg_size * self->bounce_count,
+                                   "gdrpipe_rdma bounce");
+    self->bounce_free = ucs_malloc(sizeof(void*) * self->bounce_count,
+                                   "gdrpipe_rdma bounce list");
+    if ((self->bounce_area == NULL) || (self->bounce_free == NULL)) {
+        ucs_free(self->bounce_area);
+        ucs_free(self->bounce_free);
+        return UCS_ERR_NO_MEMORY;
+    }
+    /* registered once; operations on slices hit the registration cache */
+    if (gp_rdma_mem_reg(self->md->dev, self->bounce_area,
+                        self->seg_size * self->bounce_count, rkey, &self->bounce_reg,
+                        err, sizeof(err)) != 0) {
+        ucs_error("gdrpipe_rdma: cannot register bounce buffers: %s", err);
+        ucs_free(self->bounce_area);
+        ucs_free(self->bounce_free);
+        return UCS_ERR_IO_ERROR;
+    }
+    for (i = 0; i < self->bounce_count; ++i) {
+        self->bounce_free[i] = self->bounce_area + (size_t)i * self->seg_size;
+    }
+    self->bounce_nfree = self->bounce_count;
+    ucs_debug("gdrpipe_rdma: iface %p on %s: chunk %zu x %u, path %d", self,
+              self->md->port, config->chunk_size, config->slots, config->path);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(gdrpipe_rdma_iface_t)
+{
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    if (!ucs_list_is_empty(&self->eps)) {
+        ucs_warn("gdrpipe_rdma: iface %p closed with endpoints left", self);
+    }
+    gp_rdma_mem_dereg(self->md->dev, self->bounce_reg);
+    ucs_free(self->bounce_free);
+    ucs_free(self->bounce_area);
+}
+
+UCS_CLASS_DEFINE(gdrpipe_rdma_iface_t, uct_base_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(gdrpipe_rdma_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(gdrpipe_rdma_iface_t, uct_iface_t);
+
+ucs_status_t gdrpipe_rdma_iface_open(uct_md_h md, uct_worker_h worker,
+                                     const uct_iface_params_t *params,
+                                     const uct_iface_config_t *config,
+                                     uct_iface_h *iface_p)
+{
+    gdrpipe_rdma_md_t *rmd = ucs_derived_of(md, gdrpipe_rdma_md_t);
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("gdrpipe_rdma: only UCT_IFACE_OPEN_MODE_DEVICE is supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (strcmp(params->mode.device.dev_name, rmd->port) != 0) {
+        ucs_error("gdrpipe_rdma: unknown device '%s' (memory domain %s)",
+                  params->mode.device.dev_name, rmd->port);
+        return UCS_ERR_NO_DEVICE;
+    }
+    return UCS_CLASS_NEW_FUNC_NAME(gdrpipe_rdma_iface_t)(md, worker, params, config,
+                                                         iface_p);
+}
+
+ucs_status_t gdrpipe_rdma_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
+                                        unsigned *num_devices_p)
+{
+    gdrpipe_rdma_md_t *rmd        = ucs_derived_of(md, gdrpipe_rdma_md_t);
+    uct_tl_device_resource_t *dev = ucs_calloc(1, sizeof(*dev), "gdrpipe_rdma device");
+
+    if (dev == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    ucs_snprintf_zero(dev->name, sizeof(dev->name), "%s", rmd->port);
+    dev->type       = UCT_DEVICE_TYPE_NET;
+    dev->sys_device = UCS_SYS_DEVICE_ID_UNKNOWN;
+    *devices_p      = dev;
+    *num_devices_p  = 1;
+    return UCS_OK;
+}
+
+static uct_iface_ops_t gdrpipe_rdma_iface_ops = {
+    .ep_put_short             = gdrpipe_rdma_ep_put_short,
+    .ep_put_bcopy             = gdrpipe_rdma_ep_put_bcopy,
+    .ep_put_zcopy             = gdrpipe_rdma_ep_put_zcopy,
+    .ep_get_bcopy             = gdrpipe_rdma_ep_get_bcopy,
+    .ep_get_zcopy             = gdrpipe_rdma_ep_get_zcopy,
+    .ep_pending_add           = gdrpipe_rdma_ep_pending_add,
+    .ep_pending_purge         = gdrpipe_rdma_ep_pending_purge,
+    .ep_flush                 = gdrpipe_rdma_ep_flush,
+    .ep_fence                 = gdrpipe_rdma_ep_fence,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(gdrpipe_rdma_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_rdma_ep_t),
+    .ep_get_address           = gdrpipe_rdma_ep_get_address,
+    .ep_connect_to_ep         = gdrpipe_rdma_ep_connect_to_ep,
+    .iface_flush              = gdrpipe_rdma_iface_flush,
+    .iface_fence              = gdrpipe_rdma_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = gdrpipe_rdma_iface_progress,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_rdma_iface_t),
+    .iface_query              = gdrpipe_rdma_iface_query,
+    .iface_get_device_address = gdrpipe_rdma_iface_get_device_address,
+    .iface_get_address        = gdrpipe_rdma_iface_get_address,
+    .iface_is_reachable       = gdrpipe_rdma_iface_is_reachable
+};

@@ -1,0 +1,354 @@
+/* The gdrpipe_rdma component: configuration, one memory domain per active
+ * RDMA port (registration exposes memory to every endpoint of the port),
+ * remote keys, and its registration with UCT. */
+#include "rdma.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define GDRPIPE_RDMA_MAX_PORTS 64
+
+static const char *gdrpipe_rdma_path_names[] = {"auto", "direct", "staged", NULL};
+
+static ucs_config_field_t gdrpipe_rdma_md_config_table[] = {
+    {"", "", NULL, ucs_offsetof(gdrpipe_rdma_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"FAKE", "n",
+     "TEST ONLY. Replace the RDMA devices by an in-process fake fabric (one\n"
+     "device, port fake0:1) so that endpoints of one process can connect over\n"
+     "this transport without an RDMA NIC. Read from the environment when UCX\n"
+     "queries the resources. Never set this in production.",
+     ucs_offsetof(gdrpipe_rdma_md_config_t, fake), UCS_CONFIG_TYPE_BOOL},
+
+    {"FAKE_DMABUF", "y",
+     "TEST ONLY (with FAKE). The fake device accepts dma-buf registrations of\n"
+     "device memory; 'n' leaves device memory to the staged path.",
+     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_dmabuf), UCS_CONFIG_TYPE_BOOL},
+
+    {"FAKE_FAIL_AFTER", "0",
+     "TEST ONLY (with FAKE). The n-th transfer started in the process forces\n"
+     "its queue pair into the error state (0: never).",
+     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_fail_after), UCS_CONFIG_TYPE_UINT},
+
+    {"RCACHE_MAX_REGIONS", "inf",
+     "Bound of each registration cache (host, device) in regions.",
+     ucs_offsetof(gdrpipe_rdma_md_config_t, cache_max_regions), UCS_CONFIG_TYPE_UINT},
+
+    {"RCACHE_MAX_SIZE", "inf",
+     "Bound of each registration cache in bytes.",
+     ucs_offsetof(gdrpipe_rdma_md_config_t, cache_max_bytes), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {NULL}
+};
+
+static ucs_config_field_t gdrpipe_rdma_iface_config_table[] = {
+    {"", "", NULL, ucs_offsetof(gdrpipe_rdma_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"BW", "12000MBs",
+     "Bandwidth of the RDMA transport reported to UCX (protocol selection).",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, bw), UCS_CONFIG_TYPE_BW},
+
+    {"LAT", "2us",
+     "Latency of the RDMA transport reported to UCX (protocol selection).",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, latency), UCS_CONFIG_TYPE_TIME},
+
+    {"PATH", "auto",
+     "How one-sided transfers move over RDMA:\n"
+     " auto   - direct (RDMA WRITE/READ on registered memory, GPUDirect RDMA for\n"
+     "          device memory) below RDMA_THRESH, host-staged pipeline from it on,\n"
+     "          staged whenever memory cannot be registered\n"
+     " direct - direct wherever possible\n"
+     " staged - always the host-staged pipeline",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, path),
+     UCS_CONFIG_TYPE_ENUM(gdrpipe_rdma_path_names)},
+
+    {"THRESH", "inf",
+     "Message size from which PATH=auto stages transfers (the measured\n"
+     "direct/staged crossover of the host; see docs/rdma.md).",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, thresh), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"CHUNK_SIZE", "1m",
+     "Chunk (= receive slot) of the staged pipeline, multiple of 4k.",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, chunk_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"SLOTS", "4",
+     "Staged chunks in flight per direction and endpoint (1-32).",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, slots), UCS_CONFIG_TYPE_UINT},
+
+    {"SEG_SIZE", "8k",
+     "Largest short/bcopy put or get (copied through a registered bounce buffer).",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"BOUNCE_COUNT", "128",
+     "Bounce buffers of short/bcopy operations per interface.",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, bounce_count), UCS_CONFIG_TYPE_UINT},
+
+    {NULL}
+};
+
+static int gdrpipe_rdma_env_bool(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+
+    if ((v == NULL) || (*v == '\0')) {
+        return dflt;
+    }
+    return !strcasecmp(v, "y") || !strcasecmp(v, "yes") || !strcasecmp(v, "1") ||
+           !strcasecmp(v, "on") || !strcasecmp(v, "true");
+}
+
+/* The test-only fake fabric is chosen before any device is listed, so it
+ * comes from the environment rather than the parsed MD configuration. */
+static void gdrpipe_rdma_apply_fake(void)
+{
+    gp_rdma_fake_config_t fc;
+    const char *fail;
+
+    if (!gdrpipe_rdma_env_bool("UCX_GDRPIPE_RDMA_FAKE", 0)) {
+        return;
+    }
+    memset(&fc, 0, sizeof(fc));
+    fc.dmabuf     = gdrpipe_rdma_env_bool("UCX_GDRPIPE_RDMA_FAKE_DMABUF", 1);
+    fc.latency_us = 1.0;
+    fail          = getenv("UCX_GDRPIPE_RDMA_FAKE_FAIL_AFTER");
+    fc.fail_after = (fail != NULL) ? (unsigned)strtoul(fail, NULL, 0) : 0;
+    if (gp_rdma_use_fake(&fc) != 0) {
+        ucs_warn("gdrpipe_rdma: UCX_GDRPIPE_RDMA_FAKE set too late: real devices in use");
+    }
+}
+
+static ucs_status_t gdrpipe_rdma_query_md_resources(uct_component_t *component,
+                                                    uct_md_resource_desc_t **resources_p,
+                                                    unsigned *num_resources_p)
+{
+    gp_rdma_port_t ports[GDRPIPE_RDMA_MAX_PORTS];
+    uct_md_resource_desc_t *res;
+    int i, n;
+
+    gdrpipe_rdma_apply_fake();
+    n = gp_rdma_list_ports(ports, GDRPIPE_RDMA_MAX_PORTS);
+    if (n > GDRPIPE_RDMA_MAX_PORTS) {
+        ucs_diag("gdrpipe_rdma: %d ports, using the first %d", n, GDRPIPE_RDMA_MAX_PORTS);
+        n = GDRPIPE_RDMA_MAX_PORTS;
+    }
+    if (n == 0) {
+        ucs_debug("gdrpipe_rdma: no active RDMA port");
+        *resources_p     = NULL;
+        *num_resources_p = 0;
+        return UCS_OK;
+    }
+    res = ucs_calloc(n, sizeof(*res), "gdrpipe_rdma md resources");
+    if (res == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < n; ++i) {
+        if (strlen(ports[i].name) >= sizeof(res[i].md_name)) {
+            ucs_diag("gdrpipe_rdma: port name '%s' is too long for UCX", ports[i].name);
+        }
+        ucs_snprintf_zero(res[i].md_name, sizeof(res[i].md_name), "%s", ports[i].name);
+    }
+    *resources_p     = res;
+    *num_resources_p = n;
+    return UCS_OK;
+}
+
+static void gdrpipe_rdma_md_close(uct_md_h uct_md)
+{
+    gdrpipe_rdma_md_t *md = ucs_derived_of(uct_md, gdrpipe_rdma_md_t);
+
+    gp_rdma_dev_close(md->dev);
+    ucs_free(md);
+}
+
+static ucs_status_t gdrpipe_rdma_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+{
+    memset(attr, 0, sizeof(*attr));
+    attr->cap.flags         = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    attr->cap.reg_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    if (gp_cuda_available()) {
+        /* device memory: dma-buf / peermem registration, else staged */
+        attr->cap.reg_mem_types |= UCS_BIT(UCS_MEMORY_TYPE_CUDA);
+    }
+    attr->cap.alloc_mem_types  = 0;
+    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->cap.detect_mem_types = 0;
+    attr->cap.max_alloc        = 0;
+    attr->cap.max_reg          = ULONG_MAX;
+    attr->rkey_packed_size     = GP_RDMA_RKEY_SIZE;
+    attr->reg_cost             = ucs_linear_func_make(1e-6, 0.1e-9);
+    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    return UCS_OK;
+}
+
+typedef struct gdrpipe_rdma_memh {
+    uint8_t rkey[GP_RDMA_RKEY_SIZE];
+    void    *reg;
+} gdrpipe_rdma_memh_t;
+
+static ucs_status_t gdrpipe_rdma_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
+                                            unsigned flags, uct_mem_h *memh_p)
+{
+    gdrpipe_rdma_md_t *md = ucs_derived_of(uct_md, gdrpipe_rdma_md_t);
+    gdrpipe_rdma_memh_t *memh;
+    char err[256];
+
+    memh = ucs_calloc(1, sizeof(*memh), "gdrpipe_rdma memh");
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    if (gp_rdma_mem_reg(md->dev, address, length, memh->rkey, &memh->reg, err,
+                        sizeof(err)) != 0) {
+        ucs_free(memh);
+        ucs_error("gdrpipe_rdma: cannot register %p..%p: %s", address,
+                  UCS_PTR_BYTE_OFFSET(address, length), err);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    *memh_p = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_rdma_md_mem_dereg(uct_md_h uct_md,
+                                              const uct_md_mem_dereg_params_t *params)
+{
+    gdrpipe_rdma_md_t *md = ucs_derived_of(uct_md, gdrpipe_rdma_md_t);
+    gdrpipe_rdma_memh_t *memh;
+
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    memh = params->memh;
+    gp_rdma_mem_dereg(md->dev, memh->reg);
+    ucs_free(memh);
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_rdma_md_mkey_pack(uct_md_h uct_md, uct_mem_h memh,
+                                              const uct_md_mkey_pack_params_t *params,
+                                              void *rkey_buffer)
+{
+    memcpy(rkey_buffer, ((gdrpipe_rdma_memh_t*)memh)->rkey, GP_RDMA_RKEY_SIZE);
+    return UCS_OK;
+}
+
+static uct_md_ops_t gdrpipe_rdma_md_ops = {
+    .close              = gdrpipe_rdma_md_close,
+    .query              = gdrpipe_rdma_md_query,
+    .mem_alloc          = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
+    .mem_free           = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
+    .mem_advise         = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
+    .mem_reg            = gdrpipe_rdma_md_mem_reg,
+    .mem_dereg          = gdrpipe_rdma_md_mem_dereg,
+    .mem_query          = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
+    .mkey_pack          = gdrpipe_rdma_md_mkey_pack,
+    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int,
+    .detect_memory_type = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported
+};
+
+static ucs_status_t gdrpipe_rdma_md_open(uct_component_t *component, const char *md_name,
+                                         const uct_md_config_t *uct_config, uct_md_h *md_p)
+{
+    const gdrpipe_rdma_md_config_t *config =
+        ucs_derived_of(uct_config, gdrpipe_rdma_md_config_t);
+    gp_rdma_dev_config_t dcfg;
+    gdrpipe_rdma_md_t *md;
+    char err[256];
+
+    md = ucs_calloc(1, sizeof(*md), "gdrpipe_rdma md");
+    if (md == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    memset(&dcfg, 0, sizeof(dcfg));
+    dcfg.cache_max_regions = (config->cache_max_regions == UINT_MAX) ? 0 :
+                             config->cache_max_regions;
+    dcfg.cache_max_bytes   = (config->cache_max_bytes == SIZE_MAX) ? 0 :
+                             config->cache_max_bytes;
+    dcfg.try_dmabuf        = 1;
+    dcfg.try_peermem       = 1;
+    md->dev = gp_rdma_dev_open(md_name, &dcfg, err, sizeof(err));
+    if (md->dev == NULL) {
+        ucs_error("gdrpipe_rdma: cannot open %s: %s", md_name, err);
+        ucs_free(md);
+        return UCS_ERR_NO_DEVICE;
+    }
+    ucs_snprintf_zero(md->port, sizeof(md->port), "%s", md_name);
+    md->super.ops       = &gdrpipe_rdma_md_ops;
+    md->super.component = &gdrpipe_rdma_component;
+    *md_p               = &md->super;
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_rdma_rkey_unpack(uct_component_t *component,
+                                             const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                             void **handle_p)
+{
+    const char *why = gp_rdma_check_rkey(rkey_buffer, GP_RDMA_RKEY_SIZE);
+    void *rkey;
+
+    if (why != NULL) {
+        ucs_error("gdrpipe_rdma: rejected remote key: %s", why);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    rkey = ucs_malloc(GP_RDMA_RKEY_SIZE, "gdrpipe_rdma rkey");
+    if (rkey == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    memcpy(rkey, rkey_buffer, GP_RDMA_RKEY_SIZE);
+    *rkey_p   = (uintptr_t)rkey;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_rdma_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                              void *handle)
+{
+    ucs_free((void*)rkey);
+    return UCS_OK;
+}
+
+uct_component_t gdrpipe_rdma_component = {
+    .query_md_resources = gdrpipe_rdma_query_md_resources,
+    .md_open            = gdrpipe_rdma_md_open,
+    .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
+    .rkey_unpack        = gdrpipe_rdma_rkey_unpack,
+    .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
+    .rkey_release       = gdrpipe_rdma_rkey_release,
+    .name               = GDRPIPE_RDMA_NAME,
+    .md_config          = {
+        .name           = "gdrpipe RDMA memory domain",
+        .prefix         = GDRPIPE_RDMA_CONFIG_PREFIX,
+        .table          = gdrpipe_rdma_md_config_table,
+        .size           = sizeof(gdrpipe_rdma_md_config_t),
+    },
+    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&gdrpipe_rdma_component),
+    .flags              = 0,
+    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+};
+
+static uct_tl_t gdrpipe_rdma_tl = {
+    .name          = GDRPIPE_RDMA_TL_NAME,
+    .query_devices = gdrpipe_rdma_query_devices,
+    .iface_open    = gdrpipe_rdma_iface_open,
+    .config        = {
+        .name      = "gdrpipe RDMA transport",
+        .prefix    = GDRPIPE_RDMA_CONFIG_PREFIX,
+        .table     = gdrpipe_rdma_iface_config_table,
+        .size      = sizeof(gdrpipe_rdma_iface_config_t),
+    }
+};
+
+void gdrpipe_rdma_register(void)
+{
+    uct_tl_register(&gdrpipe_rdma_component, &gdrpipe_rdma_tl);
+    uct_component_register(&gdrpipe_rdma_component);
+}
+
+void gdrpipe_rdma_unregister(void)
+{
+    uct_component_unregister(&gdrpipe_rdma_component);
+    uct_tl_unregister(&gdrpipe_rdma_tl);
+}
