@@ -248,7 +248,7 @@ TEST_CASE("dma-buf handle and RDMA flush", "[ipc]") {
   CU_OK(cuMemFree(d));
 }
 
-TEST_CASE("live-object counts follow allocations, imports and frees", "[ipc]") {
+TEST_CASE("live-object counts follow allocations imports and frees", "[ipc]") {
   sim_setup();
   gdrpipe_sim_counts c0, c;
   REQUIRE(gdrpipe_sim_get_counts(nullptr) == -1);
