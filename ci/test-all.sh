@@ -1,8 +1,10 @@
 #!/bin/bash
 # test-all.sh -- build gdrpipe and run the whole test suite:
 #   1. release-style build with -Werror: unit, simulator, UCP/MPI integration tests
-#   2. ASan/UBSan build: unit and simulator tests
-#   3. valgrind over the unit tests that fit it
+#   2. ASan/UBSan build: unit and simulator tests, then ucp_verify with
+#      LeakSanitizer (suite leakcheck: host and simulated device memory, each
+#      GPU data path, repeated init/cleanup back to the baseline)
+#   3. valgrind over the unit tests that fit it and over ucp_verify
 # Prints one closing line "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +52,7 @@ meson setup build-asan --wipe -Db_sanitize=address,undefined -Db_lundef=false \
 meson compile -C build-asan -j "$jobs" || exit 1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1
 run_suites build-asan asan --num-processes "$jobs" --suite unit --suite cudasim
+run_suites build-asan asan-leakcheck --num-processes 1 --suite leakcheck
 unset UBSAN_OPTIONS ASAN_OPTIONS
 
 echo "== valgrind"

@@ -243,7 +243,8 @@ static ucs_status_t gdrpipe_copy_estimate_perf(uct_iface_h tl_iface,
 static ucs_status_t gdrpipe_copy_iface_get_address(uct_iface_h tl_iface,
                                                    uct_iface_addr_t *addr)
 {
-    *(uint64_t*)addr = ucs_derived_of(tl_iface, gdrpipe_copy_iface_t)->id;
+    /* UCP packs addresses byte by byte: no alignment here */
+    memcpy(addr, &ucs_derived_of(tl_iface, gdrpipe_copy_iface_t)->id, sizeof(uint64_t));
     return UCS_OK;
 }
 
@@ -252,8 +253,13 @@ static int gdrpipe_copy_iface_is_reachable(const uct_iface_h tl_iface,
                                            const uct_iface_addr_t *iface_addr)
 {
     gdrpipe_copy_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_copy_iface_t);
+    uint64_t id;
 
-    return (iface_addr != NULL) && (*(const uint64_t*)iface_addr == iface->id);
+    if (iface_addr == NULL) {
+        return 0;
+    }
+    memcpy(&id, iface_addr, sizeof(id)); /* unaligned in UCP's address */
+    return id == iface->id;
 }
 
 static ucs_mpool_ops_t gdrpipe_copy_mpool_ops = {

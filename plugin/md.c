@@ -5,11 +5,24 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/memory/memtype_cache.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
+/* Open memory domains of this process, over all UCP contexts. The core's
+ * CUDA streams, events and primary-context references are process-wide and
+ * created lazily; UCP closes every MD in ucp_cleanup() after its workers
+ * (and so every interface) are gone, so the last close gives them back. */
+static pthread_mutex_t gdrpipe_md_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned gdrpipe_md_count;
+
 static void gdrpipe_md_close(uct_md_h uct_md)
 {
+    pthread_mutex_lock(&gdrpipe_md_lock);
+    if (--gdrpipe_md_count == 0) {
+        gp_cuda_shutdown();
+    }
+    pthread_mutex_unlock(&gdrpipe_md_lock);
     ucs_free(uct_md);
 }
 
@@ -224,6 +237,9 @@ ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
     md->super.component = &gdrpipe_component;
     md->kind            = kind;
     md->host_id         = gdrpipe_host_id();
+    pthread_mutex_lock(&gdrpipe_md_lock);
+    ++gdrpipe_md_count;
+    pthread_mutex_unlock(&gdrpipe_md_lock);
     *md_p = &md->super;
     return UCS_OK;
 }

@@ -81,7 +81,9 @@ static ucs_status_t gdrpipe_shm_iface_get_address(uct_iface_h tl_iface,
 static ucs_status_t gdrpipe_shm_iface_get_device_address(uct_iface_h tl_iface,
                                                          uct_device_addr_t *addr)
 {
-    ((gdrpipe_shm_dev_addr_t*)addr)->host_id = gdrpipe_host_id();
+    gdrpipe_shm_dev_addr_t a = {.host_id = gdrpipe_host_id()};
+
+    memcpy(addr, &a, sizeof(a)); /* UCP packs addresses unaligned */
     return UCS_OK;
 }
 
@@ -89,10 +91,13 @@ static int gdrpipe_shm_iface_is_reachable(const uct_iface_h tl_iface,
                                           const uct_device_addr_t *dev_addr,
                                           const uct_iface_addr_t *iface_addr)
 {
+    gdrpipe_shm_dev_addr_t a;
+
     if ((dev_addr == NULL) || (iface_addr == NULL)) {
         return 0;
     }
-    if (((const gdrpipe_shm_dev_addr_t*)dev_addr)->host_id != gdrpipe_host_id()) {
+    memcpy(&a, dev_addr, sizeof(a)); /* unaligned in UCP's address */
+    if (a.host_id != gdrpipe_host_id()) {
         return 0;
     }
     return gp_shm_check_address(iface_addr, gp_shm_address_length()) == NULL;

@@ -18,8 +18,12 @@ namespace {
 
 std::atomic<gp_mem_event_cb_t> g_cb{nullptr};
 std::atomic<void *> g_cb_arg{nullptr};
-int g_install_result = 0;
-std::string g_install_why;
+// The plugin installs the hooks from a constructor (UCS_STATIC_INIT), which
+// may run before this file's dynamic initialisers: constant-initialised
+// objects only, or the initialiser would reset the string written there
+// (and leak its buffer).
+constinit int g_install_result = 0;
+constinit std::string g_install_why;
 
 int to_capi_kind(hk::MemKind k) {
     switch (k) {

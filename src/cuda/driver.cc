@@ -131,9 +131,11 @@ bool Driver::override_entry(std::string_view name, void *fn) noexcept {
 // ---------------------------------------------------------------- singleton
 
 namespace {
-std::mutex g_path_mutex;
-std::string g_path_override; // guarded by g_path_mutex
-bool g_loading_started = false; // guarded by g_path_mutex
+// reached from the plugin's load-time constructor (library_path()), possibly
+// before this file's dynamic initialisers: constant-initialised only
+constinit std::mutex g_path_mutex;
+constinit std::string g_path_override; // guarded by g_path_mutex
+constinit bool g_loading_started = false; // guarded by g_path_mutex
 
 std::string library_path_locked() {
     if (!g_path_override.empty()) return g_path_override;

@@ -15,6 +15,21 @@ int gdrpipe_sim_set_topology(const char *spec);
 /* How many times cuFlushGPUDirectRDMAWrites succeeded in this process. */
 unsigned long gdrpipe_sim_rdma_flushes(void);
 
+/* What the simulator holds for this process right now: leak checks compare
+ * these before and after a client's cleanup. */
+struct gdrpipe_sim_counts {
+  long device_allocs;  /* cuMemAlloc / managed / VMM mappings / pool blocks */
+  long host_allocs;    /* cuMemHostAlloc + cuMemHostRegister */
+  long ipc_imports;    /* open IPC / pool imports (counted once each) */
+  long streams;        /* user-created streams (legacy ones not counted) */
+  long events;
+  long phys;           /* cuMemCreate handles */
+  long user_pools;     /* cuMemPoolCreate / imported pools (defaults not) */
+  long primary_refs;   /* retained primary contexts, summed over devices */
+};
+/* Fills *out (all zero before cuInit). Returns 0, or -1 if out is NULL. */
+int gdrpipe_sim_get_counts(struct gdrpipe_sim_counts *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cudasim.h"
 #include "sim_internal.hpp"
 
 namespace sim {
@@ -324,5 +325,31 @@ extern "C" __attribute__((visibility("default"))) int gdrpipe_sim_set_topology(c
   }
   g->topo = t;
   g->link_free.clear();
+  return 0;
+}
+
+// Test hook: what is live in this process (see cudasim.h).
+extern "C" __attribute__((visibility("default"))) int gdrpipe_sim_get_counts(
+    struct gdrpipe_sim_counts* out) {
+  using namespace sim;
+  if (!out) return -1;
+  *out = {};
+  Lock lk(g_mu);
+  if (!g) return 0;
+  for (const auto& [base, a] : g->allocs) {
+    switch (a->kind) {
+      case Kind::PinnedHost:
+      case Kind::Registered: out->host_allocs++; break;
+      case Kind::IpcImport:
+      case Kind::PoolImport: out->ipc_imports++; break;
+      case Kind::Pool: out->device_allocs += a->pool_freed ? 0 : 1; break;
+      default: out->device_allocs++; break;
+    }
+  }
+  for (const auto& [p, s] : g->streams) out->streams += s->legacy || s->per_thread ? 0 : 1;
+  out->events = long(g->events.size());
+  out->phys = long(g->phys.size());
+  for (const Pool* p : g->pools) out->user_pools += p->is_default ? 0 : 1;
+  for (const auto& d : g->devs) out->primary_refs += d->primary_refs;
   return 0;
 }

@@ -266,3 +266,44 @@ TEST_CASE("dma-buf handle and RDMA flush", "[ipc]") {
   if (flushes != nullptr) REQUIRE(flushes() == before + 1);
   CU_OK(cuMemFree(d));
 }
+
+TEST_CASE("live-object counts follow allocations imports and frees", "[ipc]") {
+  sim_setup();
+  gdrpipe_sim_counts c0, c;
+  REQUIRE(gdrpipe_sim_get_counts(nullptr) == -1);
+  REQUIRE(gdrpipe_sim_get_counts(&c0) == 0);
+  REQUIRE(c0.primary_refs >= 1);
+  CUdeviceptr d;
+  void* h = nullptr;
+  CUstream s;
+  CU_OK(cuMemAlloc(&d, kN));
+  CU_OK(cuMemHostAlloc(&h, 4096, 0));
+  CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  REQUIRE(gdrpipe_sim_get_counts(&c) == 0);
+  REQUIRE(c.device_allocs == c0.device_allocs + 1);
+  REQUIRE(c.host_allocs == c0.host_allocs + 1);
+  REQUIRE(c.streams == c0.streams + 1);
+  CUipcMemHandle ih;
+  CU_OK(cuIpcGetMemHandle(&ih, d));
+  int status = run_in_child([ih] {
+    if (!child_setup(1)) return 10;
+    gdrpipe_sim_counts a, b;
+    CUdeviceptr p, p2;
+    if (gdrpipe_sim_get_counts(&a) != 0 || a.ipc_imports != 0) return 11;
+    if (cuIpcOpenMemHandle(&p, ih, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ||
+        cuIpcOpenMemHandle(&p2, ih, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
+      return 12;
+    if (gdrpipe_sim_get_counts(&b) != 0 || b.ipc_imports != 1) return 13;  // refcounted: one
+    if (cuIpcCloseMemHandle(p) || gdrpipe_sim_get_counts(&b) || b.ipc_imports != 1) return 14;
+    if (cuIpcCloseMemHandle(p2) || gdrpipe_sim_get_counts(&b) || b.ipc_imports != 0) return 15;
+    return 0;
+  });
+  REQUIRE(child_passed(status));
+  CU_OK(cuStreamDestroy(s));
+  CU_OK(cuMemFreeHost(h));
+  CU_OK(cuMemFree(d));
+  REQUIRE(gdrpipe_sim_get_counts(&c) == 0);
+  REQUIRE(c.device_allocs == c0.device_allocs);
+  REQUIRE(c.host_allocs == c0.host_allocs);
+  REQUIRE(c.streams == c0.streams);
+}

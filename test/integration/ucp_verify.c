@@ -7,9 +7,16 @@
  *                    see an error within --timeout seconds (default 10)
  *   --memtest-crash  regression of shared/notes/ucx-1.13-plugin.md section 2:
  *                    a host message first, then small device-buffer sends on
- *                    the inline path (to the peer and to itself). -d cuda. */
+ *                    the inline path (to the peer and to itself). -d cuda.
+ *   --cycles N       N times in one process: ucp_init, worker, endpoint, the
+ *                    schedule (buffers allocated after init, freed after
+ *                    cleanup), ucp_cleanup; after each cleanup fds, threads,
+ *                    memfd/shm mappings, /dev/shm and the simulator's live
+ *                    objects must be back at the value before the first
+ *                    ucp_init (res_check.h). */
 #include "devmem.h"
 #include "ucpx.h"
+#include "res_check.h"
 #include "verify_core.h"
 
 #include <poll.h>
@@ -25,7 +32,7 @@
 
 #define OP_TIMEOUT 120.0
 
-static int g_kill_peer, g_memtest;
+static int g_kill_peer, g_memtest, g_cycles;
 static double g_timeout = 10.0;
 static pid_t g_child = -1;
 
@@ -153,6 +160,7 @@ static int extra_opt(int opt, const char *arg)
     case 'K': g_kill_peer = 1; return 0;
     case 'M': g_memtest = 1; return 0;
     case 'T': g_timeout = atof(arg); return g_timeout > 0 ? 0 : -1;
+    case 'C': g_cycles = atoi(arg); return g_cycles > 0 ? 0 : -1;
     default: return -1;
     }
 }
@@ -161,7 +169,11 @@ static const char *const g_usage =
     "  --kill-peer           SIGKILL the child during large transfers; pass if\n"
     "                        the parent gets an error within --timeout\n"
     "  --timeout S           bound for --kill-peer (default 10 s)\n"
-    "  --memtest-crash       host message, then small device sends (-d cuda)\n";
+    "  --memtest-crash       host message, then small device sends (-d cuda)\n"
+    "  --cycles N            N x (ucp_init .. schedule .. ucp_cleanup) in one\n"
+    "                        process; after each cleanup fds, threads, memfd/shm\n"
+    "                        mappings, /dev/shm and the simulator's live objects\n"
+    "                        must be back at their value before the first init\n";
 
 /* ------------------------------------------------------------ kill-peer -- */
 static int kill_peer_parent(side_t *s, vx_t *v)
@@ -386,6 +398,63 @@ static int memtest_crash(side_t *s)
     return bad;
 }
 
+/* --------------------------------------------------------------- cycles -- */
+static int run_cycles(vx_t *v, int rank, int fd)
+{
+    gp_res_t base, now;
+    char who[48];
+    int bad = 0;
+    snprintf(who, sizeof(who), "ucp_verify: rank %d", rank);
+    if (v->o.mem == GP_MEM_CUDA) {
+        /* the program's own CUDA state (the legacy stream, the driver's
+         * staging) belongs in the baseline: one device round trip first */
+        char c = 1;
+        void *d = gp_devmem_alloc(1);
+        if (d == NULL || gp_devmem_memset(d, 7, 1) || gp_devmem_dtoh(&c, d, 1) ||
+            c != 7) {
+            return 1;
+        }
+        gp_devmem_free(d);
+    }
+    if (gp_res_take(&base) != 0) {
+        fprintf(stderr, "%s: cannot read /proc\n", who);
+        return 1;
+    }
+    if (rank == 0) {
+        gp_res_print(&base, "ucp_verify: baseline of rank 0");
+    }
+    for (int k = 1; k <= g_cycles && !bad; ++k) {
+        side_t s = {.fd = fd, .rank = rank};
+        if (gp_ucp_open(&s.u) != 0 || gp_ucp_connect(&s.u, fd, 0) != 0 ||
+            vx_alloc(v) != 0) {
+            return 1;
+        }
+        vx_comm_t c = {.ctx = &s, .rank = rank, .send = u_send, .recv = u_recv,
+                       .isend = u_isend, .irecv = u_irecv, .wait = u_wait,
+                       .barrier = u_barrier, .sum = u_sum, .abort = u_abort};
+        long rc = vx_run(v, &c) != 0;
+        gp_fd_barrier(fd);
+        if (k == 1 && rank == 0 && gp_res_take(&now) == 0) {
+            gp_res_print(&now, "ucp_verify: before cleanup, rank 0");
+        }
+        gp_ucp_close(&s.u, 0);
+        vx_free(v);
+        gp_fd_barrier(fd); /* both sides cleaned up: /dev/shm is shared */
+        int diff = gp_res_take(&now) != 0 ? 1 : gp_res_diff(&base, &now, who);
+        long total = u_sum(&s, rc + diff);
+        if (rank == 0) {
+            printf("ucp_verify: cycle %d of %d: %s\n", k, g_cycles,
+                   total ? "FAILED (see above)" : "all released");
+            fflush(stdout);
+        }
+        bad = total != 0;
+    }
+    if (rank == 0 && !bad) {
+        gp_res_print(&now, "ucp_verify: after the last cleanup, rank 0");
+    }
+    return bad;
+}
+
 /* ------------------------------------------------------------------ main -- */
 static int run_side(vx_t *v, int rank, int fd)
 {
@@ -395,6 +464,13 @@ static int run_side(vx_t *v, int rank, int fd)
     const int kp_env = getenv("UCX_KEEPALIVE_INTERVAL") != NULL;
     if (v->o.mem == GP_MEM_CUDA && gp_devmem_init(v->o.device, rank) != 0) {
         return 1;
+    }
+    if (g_cycles > 0) {
+        int rc = run_cycles(v, rank, fd);
+        if (v->o.mem == GP_MEM_CUDA) {
+            gp_devmem_fini();
+        }
+        return rc;
     }
     if (v->o.alloc_before && !g_kill_peer && !g_memtest && vx_alloc(v) != 0) {
         return 1;
@@ -471,6 +547,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "ucp_verify: --memtest-crash needs -d cuda\n");
         return 1;
     }
+    if (g_cycles > 0 && (g_kill_peer || g_memtest || v.o.alloc_before)) {
+        fprintf(stderr, "ucp_verify: --cycles goes with none of --kill-peer, "
+                "--memtest-crash, --alloc-before\n");
+        return 1;
+    }
     if (g_kill_peer && v.o.max < ((size_t)1 << 20)) {
         fprintf(stderr, "ucp_verify: --kill-peer needs --max >= 1M\n");
         return 1;
@@ -488,7 +569,9 @@ int main(int argc, char **argv)
     }
     if (g_child == 0) {
         close(sv[0]);
-        _exit(run_side(&v, 1, sv[1]));
+        /* exit(), not _exit(): the child runs the same teardown (atexit
+         * handlers, library destructors, a leak checker) as the parent */
+        exit(run_side(&v, 1, sv[1]));
     }
     close(sv[1]);
     if (!g_kill_peer) {

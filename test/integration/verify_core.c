@@ -29,6 +29,7 @@ int vx_parse(vx_t *v, const char *prog, int argc, char **argv,
         {"kill-peer", no_argument, NULL, 'K'},
         {"memtest-crash", no_argument, NULL, 'M'},
         {"timeout", required_argument, NULL, 'T'},
+        {"cycles", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     char shortopts[64];
