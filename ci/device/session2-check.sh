@@ -1,0 +1,24 @@
+#!/bin/bash
+# session2-check.sh -- on the GPU machine (2 x H200), repository root, .device/
+# carried: every GPU correctness check of the current tree. Logs in $OUT.
+set -u
+. "$(dirname "$0")/common.sh"
+nvidia-smi -L
+step info 30 "$B/tools/gdrpipe-info"
+step static-cudart-frees 60 .device/gpu-hooks/static_cudart_frees
+REAL=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
+# the CUDA side of GPUDirect RDMA (dma-buf export, write flush) on the real driver
+step gpudirect-real-driver 60 env UCX_GDRPIPE_CUDA_LIB=$REAL "$B/test/unit/cuda/test_cuda_sim" "[gpudirect]"
+# ucp_verify 0 B .. 1 GiB, each path, protocols v1 and v2
+step ucp-sweep-direct 290 bash test/integration/gpu-sweep.sh -b "$B" -o "$OUT/sweep" -P direct -V "n y" -t 140
+step ucp-sweep-staged 290 bash test/integration/gpu-sweep.sh -b "$B" -o "$OUT/sweep" -P staged -V "n y" -m 256M -t 140
+cat "$OUT/sweep/ucp-sweep.txt" 2>/dev/null
+M=$B/test/integration/mpi_verify
+export RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self
+step mpi-2gpu-1g 240 test/integration/run-mpi.sh $M -d cuda --max 1G --realloc
+step mpi-2gpu-1g-put 240 env UCX_RNDV_SCHEME=put_zcopy test/integration/run-mpi.sh $M -d cuda --max 1G --realloc
+step mpi-1gpu 200 test/integration/run-mpi.sh $M -d cuda -G 0 --max 64M --realloc
+step mpi-staged-put 200 env UCX_GDRPIPE_PATH=staged UCX_RNDV_SCHEME=put_zcopy test/integration/run-mpi.sh $M -d cuda --max 256M --realloc
+step mpi-before 100 test/integration/run-mpi.sh $M -d cuda --alloc-before --max 16M
+unset RUN_MPI_PRELOAD UCX_TLS
+echo "=== failed steps: $fails"
