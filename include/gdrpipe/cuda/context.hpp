@@ -42,7 +42,7 @@ struct DeviceStats {
 class DeviceManager {
 public:
     // Number of stream slots per device (stream(ordinal, slot)).
-    static constexpr unsigned kStreamSlots = 4;
+    static constexpr unsigned kStreamSlots = 5; // 4: calibration (pipeline::CudaProber)
 
     explicit DeviceManager(Driver &drv);
     ~DeviceManager(); // shutdown()

@@ -1,0 +1,178 @@
+#include "gdrpipe/pipeline/crossover.hpp"
+
+#include "gdrpipe/cuda/context.hpp"
+#include "gdrpipe/cuda/driver.hpp"
+#include "gdrpipe/log.hpp"
+#include "gdrpipe/model/report.hpp"
+#include "gdrpipe/pipeline/cuda_prober.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#ifndef GP_VERSION
+#define GP_VERSION "unknown"
+#endif
+
+namespace gdrpipe::pipeline {
+namespace {
+
+std::mutex g_mu;
+std::map<std::pair<int, int>, std::unique_ptr<PairChoice>> &choices() {
+    static auto *m = new std::map<std::pair<int, int>, std::unique_ptr<PairChoice>>();
+    return *m;
+}
+// force: entries written from here on count as this run's
+const double g_process_start = model::wall_clock_now();
+
+std::string short_uuid(const std::string &u) {
+    return u.size() >= 12 && u.rfind("GPU-", 0) == 0 ? u.substr(4, 8) : u;
+}
+
+void obtain(PairChoice &c, const CrossoverConfig &cfg) {
+    const model::CalibKey key = device_pair_key(c.local_dev, c.remote_dev, true);
+    model::CalibCache cache(cfg.dir);
+    model::CalibOptions co;
+    co.max_bytes = cfg.max_bytes;
+    co.budget_s = cfg.budget_s;
+    // the staged ring of a peer is 4 rings of chunk x depth in shared memory:
+    // keep the candidates at most 4 MiB x 8
+    co.chunk_candidates = {std::size_t{256} << 10, std::size_t{512} << 10, std::size_t{1} << 20,
+                           std::size_t{2} << 20, std::size_t{4} << 20};
+    co.depth_candidates = {2, 4, 8};
+    model::SharedOptions so;
+    so.mode = cfg.mode;
+    so.wait_s = cfg.wait_s;
+    so.fresh_after = g_process_start;
+    so.lock_name = model::pair_lock_name(key.local_gpu_uuid, key.remote_gpu_uuid);
+    const int a = c.local_dev, b = c.remote_dev;
+    const std::size_t cap = cfg.max_bytes;
+    model::ProberFactory make = [a, b, cap](std::string *err) -> std::unique_ptr<model::Prober> {
+        ProberConfig pc;
+        pc.dev_a = a;
+        pc.dev_b = b;
+        pc.capacity = cap;
+        return CudaProber::create(pc, err);
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    model::SharedObtained got = model::obtain_shared(key, make, co, cache.dir().empty() ? nullptr : &cache, so);
+    c.took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (got.status != model::CalibStatus::ok) {
+        c.origin = PairOrigin::fallback;
+        c.thresh = kFallbackThresh;
+        if (cfg.mode == model::CalibMode::off) {
+            GP_INFO("crossover for %s: nothing cached and calibration is off: fallback threshold",
+                    c.label.c_str());
+        } else {
+            GP_WARN("crossover for %s: %s (%s): nothing stored; using the fallback threshold "
+                    "(direct wherever it works)",
+                    c.label.c_str(), model::calib_status_name(got.status), got.message.c_str());
+        }
+        return;
+    }
+    c.origin = got.source == model::Source::cache ? PairOrigin::cache : PairOrigin::measured;
+    c.thresh = got.record.model.crossover().threshold;
+    c.have_pipeline = got.record.tune_bytes != 0;
+    c.pipeline = got.record.pipeline;
+    if (!cache.dir().empty() && (c.origin == PairOrigin::cache || got.stored)) c.cache_path = cache.path_for(key);
+    if (c.origin == PairOrigin::measured) c.took_ms = got.record.elapsed_s * 1e3;
+    GP_DEBUG("crossover for %s: %s", c.label.c_str(),
+             model::format_summary(got.record, got.source).c_str());
+}
+
+} // namespace
+
+const char *pair_origin_name(PairOrigin o) noexcept {
+    switch (o) {
+    case PairOrigin::measured: return "measured";
+    case PairOrigin::cache: return "cache";
+    case PairOrigin::fallback: return "fallback";
+    case PairOrigin::same_device: return "same-device";
+    case PairOrigin::no_peer: return "no-peer";
+    }
+    return "?";
+}
+
+std::string PairChoice::describe() const {
+    std::string s = "= " + (thresh == model::kNever ? std::string("never (direct at every size)")
+                            : thresh == 0           ? std::string("0 (staged at every size)")
+                                                    : std::to_string(thresh) + " bytes");
+    char buf[96];
+    switch (origin) {
+    case PairOrigin::measured:
+        std::snprintf(buf, sizeof(buf), " (measured now in %.0f ms", took_ms);
+        s += buf;
+        s += cache_path.empty() ? std::string(", not cached)") : ", stored in " + cache_path + ")";
+        break;
+    case PairOrigin::cache: s += " (from cache " + cache_path + ")"; break;
+    case PairOrigin::fallback: s += " (fallback: no measurement)"; break;
+    case PairOrigin::same_device: s += " (same device)"; break;
+    case PairOrigin::no_peer: s += " (no peer access: staged)"; break;
+    }
+    if (have_pipeline)
+        s += "; staged pipeline " + model::format_bytes(pipeline.chunk_bytes) + " x " + std::to_string(pipeline.depth);
+    return s;
+}
+
+std::string gpu_uuid_string(int ordinal) {
+    const cuda::DeviceProps *p = cuda::devices().props(ordinal);
+    if (p == nullptr) return {};
+    static const char hex[] = "0123456789abcdef";
+    std::string s = "GPU-";
+    for (int i = 0; i < 16; ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+        const auto v = static_cast<unsigned char>(p->uuid.bytes[i]);
+        s += hex[v >> 4];
+        s += hex[v & 15];
+    }
+    return s;
+}
+
+model::CalibKey device_pair_key(int dev_a, int dev_b, bool peer) {
+    cuda::DeviceManager &dm = cuda::devices();
+    const cuda::DeviceProps *pa = dm.props(dev_a);
+    const cuda::DeviceProps *pb = dev_b >= 0 ? dm.props(dev_b) : nullptr;
+    model::CalibKey key;
+    key.local_gpu_uuid = gpu_uuid_string(dev_a);
+    key.local_pci_bus_id = pa != nullptr ? pa->pci_bus_id : "";
+    key.remote_gpu_uuid = pb != nullptr ? gpu_uuid_string(dev_b) : "host";
+    key.remote_pci_bus_id = pb != nullptr ? pb->pci_bus_id : "host";
+    // the driver API only says whether peer access is possible, not over which link
+    key.peer_relation = dev_b < 0 ? "host" : peer ? "p2p" : "none";
+    key.wire_kind = "intra-host";
+    key.driver_version = std::to_string(cuda::driver().version());
+    key.gdrpipe_version = GP_VERSION;
+    return key;
+}
+
+const PairChoice &pair_choice(int local_dev, int remote_dev, const CrossoverConfig &cfg) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto &m = choices();
+    auto it = m.find({local_dev, remote_dev});
+    if (it != m.end()) return *it->second;
+    auto c = std::make_unique<PairChoice>();
+    c->local_dev = local_dev;
+    c->remote_dev = remote_dev;
+    c->label = "GPU " + short_uuid(gpu_uuid_string(local_dev)) + "->" + short_uuid(gpu_uuid_string(remote_dev));
+    cuda::DeviceManager &dm = cuda::devices();
+    if (local_dev == remote_dev) {
+        c->origin = PairOrigin::same_device;
+        c->thresh = model::kNever;
+    } else if (remote_dev < 0 || !dm.can_access_peer(local_dev, remote_dev)) {
+        c->origin = PairOrigin::no_peer;
+        c->thresh = 0;
+    } else {
+        obtain(*c, cfg);
+    }
+    GP_INFO("crossover for %s %s", c->label.c_str(), c->describe().c_str());
+    return *m.emplace(std::make_pair(local_dev, remote_dev), std::move(c)).first->second;
+}
+
+void reset_pair_choices() {
+    std::lock_guard<std::mutex> lock(g_mu);
+    choices().clear();
+}
+
+} // namespace gdrpipe::pipeline
