@@ -27,8 +27,11 @@ std::map<std::pair<int, int>, std::unique_ptr<PairChoice>> &choices() {
 // force: entries written from here on count as this run's
 const double g_process_start = model::wall_clock_now();
 
+// "GPU-1a2b3c4d-....-....-....-........5e6f" -> "1a2b3c4d..5e6f" (the head
+// alone may be shared, e.g. by the simulator's devices)
 std::string short_uuid(const std::string &u) {
-    return u.size() >= 12 && u.rfind("GPU-", 0) == 0 ? u.substr(4, 8) : u;
+    if (u.size() < 16 || u.rfind("GPU-", 0) != 0) return u;
+    return u.substr(4, 8) + ".." + u.substr(u.size() - 4);
 }
 
 void obtain(PairChoice &c, const CrossoverConfig &cfg) {
