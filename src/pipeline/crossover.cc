@@ -24,8 +24,6 @@ std::map<std::pair<int, int>, std::unique_ptr<PairChoice>> &choices() {
     static auto *m = new std::map<std::pair<int, int>, std::unique_ptr<PairChoice>>();
     return *m;
 }
-// force: entries written from here on count as this run's
-const double g_process_start = model::wall_clock_now();
 
 // "GPU-1a2b3c4d-....-....-....-........5e6f" -> "1a2b3c4d..5e6f" (the head
 // alone may be shared, e.g. by the simulator's devices)
@@ -48,7 +46,7 @@ void obtain(PairChoice &c, const CrossoverConfig &cfg) {
     model::SharedOptions so;
     so.mode = cfg.mode;
     so.wait_s = cfg.wait_s;
-    so.fresh_after = g_process_start;
+    so.fresh_after = cfg.fresh_after;
     so.lock_name = model::pair_lock_name(key.local_gpu_uuid, key.remote_gpu_uuid);
     const int a = c.local_dev, b = c.remote_dev;
     const std::size_t cap = cfg.max_bytes;

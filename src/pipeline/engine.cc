@@ -696,6 +696,16 @@ std::unique_ptr<XferEngine> XferEngine::create(wire::ShmIface *wire, const gp_xf
     impl->cfg = normalize_config(cfg);
     impl->chunk_auto = cfg == nullptr || cfg->chunk_size == 0;
     impl->depth_auto = cfg == nullptr || cfg->depth == 0;
+    {
+        // the first engine of this process (a forked child counts anew)
+        static pid_t first_pid = 0;
+        static double first_time = 0.0;
+        if (first_pid != ::getpid()) {
+            first_pid = ::getpid();
+            first_time = model::wall_clock_now();
+        }
+        impl->xcfg.fresh_after = first_time;
+    }
     if (cfg != nullptr) {
         impl->xcfg.mode = cfg->calibrate == GP_CALIB_FORCE ? model::CalibMode::force
                           : cfg->calibrate == GP_CALIB_OFF ? model::CalibMode::off

@@ -24,6 +24,9 @@ struct CrossoverConfig {
     double budget_s = 0.5;
     double wait_s = 10.0;
     std::size_t max_bytes = std::size_t{64} << 20;
+    // force: cache entries written at or after this wall-clock time count as
+    // this run's (the engine sets it to its process's first engine creation)
+    double fresh_after = 0.0;
 };
 
 enum class PairOrigin : int {
