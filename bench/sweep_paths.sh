@@ -13,6 +13,8 @@
 #   --sizes LIST     comma-separated base sizes (default 1 B .. 64 MiB in x4 steps)
 #   --no-around      do not add sizes around the measured crossover
 #   --iters N        timed ping-pongs per size and run (default 10)
+#   --small-iters N  the same for sizes up to 8 KiB (default 5 x ITERS: cheap, and
+#                    there the three modes are one eager path: only noise differs)
 #   --reps R         runs of each mode (default 3)
 #   --bound B        allowed auto / best ratio (default 1.05)
 #   --budget S       calibration budget in seconds (UCX_GDRPIPE_CALIB_BUDGET, default 0.5)
@@ -21,7 +23,7 @@
 # Rank r uses GPU r (of those visible): run on a machine with 2 GPUs.
 # Exit status: 0 when the bound holds at every size, 1 otherwise, 2 on errors.
 set -u
-topo= scale=1 sizes= around=1 iters=10 reps=3 bound=1.05 budget=0.5 calib_dir=
+topo= scale=1 sizes= around=1 iters=10 small_iters= reps=3 bound=1.05 budget=0.5 calib_dir=
 while [ $# -gt 1 ]; do
     case $1 in
     --topo) topo=$2; shift 2 ;;
@@ -29,6 +31,7 @@ while [ $# -gt 1 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --no-around) around=0; shift ;;
     --iters) iters=$2; shift 2 ;;
+    --small-iters) small_iters=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --bound) bound=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
@@ -38,6 +41,7 @@ while [ $# -gt 1 ]; do
     esac
 done
 build=${1:?usage: sweep_paths.sh [options] BUILD_DIR}
+[ -n "$small_iters" ] || small_iters=$((5 * iters))
 exe=$build/bench/gdrpipe_ucp_sweep
 plugin=$build/plugin/libuct_gdrpipe.so
 [ -x "$exe" ] || { echo "missing $exe" >&2; exit 2; }
@@ -69,7 +73,7 @@ run() {
     local mode=$1 list=$2 out=$3 rc
     UCX_GDRPIPE_PATH=$mode UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
         timeout 600 "$exe" -d cuda $yield -T -S "$list" \
-        -i "$iters" -x 2 >"$out" 2>"$out.log"
+        -i "$iters" -I "$small_iters" -x 2 >"$out" 2>"$out.log"
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
         echo "sweep_paths.sh: $mode run failed (exit $rc)" >&2
@@ -99,25 +103,31 @@ if [ $around = 1 ]; then
 fi
 list=$(echo "$list" | tr ',' '\n' | sort -n -u | paste -sd, -)
 echo "# sizes: $list"
-echo "# topology: ${topo:-real GPUs} time scale: $scale  iters: $iters  reps: $reps  bound: $bound"
+echo "# topology: ${topo:-real GPUs} time scale: $scale  iters: $iters ($small_iters up to 8 KiB)  reps: $reps  bound: $bound"
 
-# measure TAG LIST REPS: REPS interleaved runs of the three modes
+# measure TAG LIST REPS: REPS interleaved runs of the three modes, the order
+# rotating from one repetition to the next (no mode always runs first or last)
 measure() {
-    local tag=$1 list=$2 n=$3 r mode
+    local tag=$1 list=$2 n=$3 r i modes=(direct staged auto)
     for ((r = 1; r <= n; r++)); do
-        for mode in direct staged auto; do
+        for ((i = 0; i < 3; i++)); do
+            local mode=${modes[(r + i) % 3]}
             run $mode "$list" "$work/$tag.$mode.$r.txt"
         done
     done
 }
 
-# table TAG: size, median over the runs of each mode, the faster path, the
-# ratio auto / faster, verdict; violated sizes go to $work/TAG.bad
+# table OUT TAGS [ONLY]: size, median over the runs (of the TAGS phases) of
+# each mode, the faster path, the ratio auto / faster, verdict; only the sizes
+# listed in file ONLY if given; violated sizes go to $work/OUT.bad
 table() {
-    local tag=$1 mode
+    local out=$1 tags=$2 only=${3:-/dev/null} mode tag
     for mode in direct staged auto; do
-        cat "$work/$tag.$mode".*.txt | awk -v m=$mode '$1 ~ /^[0-9]+$/ && $NF == "ok" { print $1, m, $2 }'
-    done | sort -k1,1n -k2,2 -k3,3g | awk -v bound="$bound" -v badfile="$work/$tag.bad" '
+        for tag in $tags; do cat "$work/$tag.$mode".*.txt; done |
+            awk -v m=$mode -v only="$only" '
+                BEGIN { while ((getline l < only) > 0) want[l] = 1; any = length(want) }
+                $1 ~ /^[0-9]+$/ && $NF == "ok" && (!any || ($1 in want)) { print $1, m, $2 }'
+    done | sort -k1,1n -k2,2 -k3,3g | awk -v bound="$bound" -v badfile="$work/$out.bad" '
     function med(m,   k) {
         k = cnt[m]
         return k % 2 ? val[m, (k + 1) / 2] : (val[m, k / 2] + val[m, k / 2 + 1]) / 2
@@ -140,16 +150,16 @@ table() {
 
 measure main "$list" "$reps"
 grep -ho 'crossover for GPU.*direct=.*' "$work"/main.auto.*.txt* | sort | uniq -c | sed 's/^/# auto stats: /' | head -4
-if table main; then
+if table main main; then
     printf "PASS: auto within %s x the faster path at every size\n" "$bound"
     exit 0
 fi
 # A violation may be a burst of machine load during one mode's runs: the
-# violated sizes are measured again, with more runs, and decide.
+# violated sizes are measured again, with more runs, and all runs decide.
 again=$(paste -sd, "$work/main.bad")
-echo "# re-measuring the violated sizes ($again) with $((2 * reps + 1)) runs per mode"
+echo "# re-measuring the violated sizes ($again) with $((2 * reps + 1)) more runs per mode"
 measure retry "$again" $((2 * reps + 1))
-if table retry; then
+if table retry "main retry" "$work/main.bad"; then
     printf "PASS: auto within %s x the faster path at every size (after re-measuring)\n" "$bound"
     exit 0
 fi

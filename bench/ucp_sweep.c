@@ -56,18 +56,19 @@ static void usage(const char *p)
            "  -S LIST   explicit sizes, comma-separated (e.g. 1,4K,1M)\n"
            "  -T        transfer-time mode: per size the median one-way time of\n"
            "            ITERS individually timed ping-pongs (no bandwidth)\n"
+           "  -I N      iterations for sizes up to 8 KiB only (after -i)\n"
            "  -Y        yield the CPU while waiting with nothing to progress (lets\n"
            "            the CUDA simulator's copy threads run on a small machine)\n", p);
 }
 
 static int parse(int argc, char **argv, sweep_opts_t *o)
 {
-    int c;
+    int c, small_iters = 0;
     *o = (sweep_opts_t){.mem = GP_MEM_HOST, .device = -1, .min_size = 1,
                         .max_size = 1 << 22, .iters = 1000, .iters_large = 100,
                         .bw_iters = 100, .bw_iters_large = 20,
                         .skip = 10, .skip_large = 10, .window = 64, .port = 13337};
-    while ((c = getopt(argc, argv, "sc:p:d:G:m:i:x:W:S:TYh")) != -1) {
+    while ((c = getopt(argc, argv, "sc:p:d:G:m:i:x:W:S:TYI:h")) != -1) {
         switch (c) {
         case 's': o->server = 1; break;
         case 'c': o->host = optarg; break;
@@ -106,6 +107,7 @@ static int parse(int argc, char **argv, sweep_opts_t *o)
         case 'W': o->window = atoi(optarg); break;
         case 'T': o->time_mode = 1; break;
         case 'Y': o->yield_idle = 1; break;
+        case 'I': small_iters = atoi(optarg); break;
         case 'S': {
             char *save = NULL;
             for (char *t = strtok_r(optarg, ",", &save); t != NULL;
@@ -126,6 +128,9 @@ static int parse(int argc, char **argv, sweep_opts_t *o)
         case 'h': usage(argv[0]); exit(0);
         default: usage(argv[0]); return -1;
         }
+    }
+    if (small_iters > 0) {
+        o->iters = small_iters; /* after -i, whatever the order */
     }
     if (o->iters <= 0 || o->window <= 0 || o->skip < 0 || optind != argc ||
         (o->server && o->host)) {

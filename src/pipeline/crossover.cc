@@ -27,6 +27,9 @@ std::map<std::pair<int, int>, std::unique_ptr<PairChoice>> &choices() {
 
 // "GPU-1a2b3c4d-....-....-....-........5e6f" -> "1a2b3c4d..5e6f" (the head
 // alone may be shared, e.g. by the simulator's devices)
+// a calibrated pipeline shape must beat the default (2 MiB x 4) by this factor
+constexpr double kShapeGain = 0.9;
+
 std::string short_uuid(const std::string &u) {
     if (u.size() < 16 || u.rfind("GPU-", 0) != 0) return u;
     return u.substr(4, 8) + ".." + u.substr(u.size() - 4);
@@ -75,8 +78,20 @@ void obtain(PairChoice &c, const CrossoverConfig &cfg) {
     }
     c.origin = got.source == model::Source::cache ? PairOrigin::cache : PairOrigin::measured;
     c.thresh = got.record.model.crossover().threshold;
-    c.have_pipeline = got.record.tune_bytes != 0;
+    // The calibrated shape replaces the default only when it was clearly
+    // faster in the measurement: the in-process probe does not see the
+    // per-chunk cost of the cross-process pipeline (control, the peer's
+    // progress), which favours fewer, larger chunks.
     c.pipeline = got.record.pipeline;
+    c.have_pipeline = false;
+    if (got.record.tune_bytes != 0 && !(got.record.pipeline == model::PipelineParams{})) {
+        double best = 0.0, dflt = 0.0;
+        for (const model::PipelineTrial &t : got.record.pipeline_trials) {
+            if (t.params == got.record.pipeline) best = t.time_s;
+            if (t.params == model::PipelineParams{}) dflt = t.time_s;
+        }
+        c.have_pipeline = best > 0.0 && (dflt == 0.0 || best < kShapeGain * dflt);
+    }
     if (!cache.dir().empty() && (c.origin == PairOrigin::cache || got.stored)) c.cache_path = cache.path_for(key);
     if (c.origin == PairOrigin::measured) c.took_ms = got.record.elapsed_s * 1e3;
     GP_DEBUG("crossover for %s: %s", c.label.c_str(),
@@ -114,6 +129,9 @@ std::string PairChoice::describe() const {
     }
     if (have_pipeline)
         s += "; staged pipeline " + model::format_bytes(pipeline.chunk_bytes) + " x " + std::to_string(pipeline.depth);
+    else if ((origin == PairOrigin::measured || origin == PairOrigin::cache) && !(pipeline == model::PipelineParams{}))
+        s += "; staged pipeline: default (calibrated " + model::format_bytes(pipeline.chunk_bytes) + " x " +
+             std::to_string(pipeline.depth) + " not 10 % faster)";
     return s;
 }
 

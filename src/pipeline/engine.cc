@@ -845,6 +845,15 @@ XferStats XferEngine::stats() const noexcept { return impl_->st; }
 
 std::string XferEngine::format_stats() const {
     std::string s = pipeline::format_stats(impl_->st);
+    for (const auto &kv : impl_->peers) {
+        const PeerState *ps = kv.second.get();
+        if (!ps->seg) continue;
+        char buf[128];
+        std::snprintf(buf, sizeof(buf), "\nstaging rings to pid %d: %zu B x %u (%s)", int(ps->pid),
+                      size_t(ps->seg->header().chunk), unsigned(ps->seg->header().depth),
+                      ps->have_shape ? "calibrated" : "configured");
+        s += buf;
+    }
     for (const auto &kv : impl_->pairs) {
         const PairUse &u = kv.second;
         char buf[96];

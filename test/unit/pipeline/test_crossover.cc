@@ -91,6 +91,25 @@ TEST_CASE("auto threshold: measured at the first transfer, cached, read back", "
         PT_CHECK(report.find("measured now") != std::string::npos);
         PT_CHECK(report.find("direct=2 staged=2") != std::string::npos);
         PT_CHECK(cache_files(dir).size() == 1);
+        // the calibrated pipeline shape became the shape of the staging rings
+        std::FILE *f = std::fopen((dir + "/" + cache_files(dir)[0]).c_str(), "r");
+        PT_CHECK(f != nullptr);
+        char line[256];
+        size_t chunk = 0;
+        unsigned depth = 0;
+        while (std::fgets(line, sizeof(line), f) != nullptr) {
+            if (std::sscanf(line, "pipeline %zu %u", &chunk, &depth) == 2) break;
+        }
+        std::fclose(f);
+        PT_CHECK(chunk >= 64 * kKiB && depth >= 1);
+        // ... unless it was not clearly faster than the default, 2 MiB x 4
+        const bool kept = report.find("staged pipeline: default") == std::string::npos &&
+                          !(chunk == 2 * kMiB && depth == 4);
+        char want[128];
+        if (kept) std::snprintf(want, sizeof(want), ": %zu B x %u (calibrated)", chunk, depth);
+        else std::snprintf(want, sizeof(want), ": %zu B x %u (configured)", 2 * kMiB, 4u);
+        std::fprintf(stderr, "calibrated shape %zu x %u %s\n", chunk, depth, kept ? "applied" : "not applied");
+        PT_CHECK(report.find(want) != std::string::npos);
         PT_CHECK(quit(n));
         node_teardown(n);
         return 0;
@@ -126,6 +145,28 @@ TEST_CASE("auto threshold: measured at the first transfer, cached, read back", "
     };
     REQUIRE(run_pair(forced, serve_b, 60) == "");
     CHECK(fs::last_write_time(dir + "/" + files[0]) != mtime);
+    unsetenv("GDRPIPE_SIM_TOPO");
+}
+
+TEST_CASE("auto threshold: an explicit pipeline shape is kept", "[pipeline][sim][crossover]") {
+    SKIP_WITHOUT_SIM();
+    setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
+    TempDir td;
+    const std::string dir = td.path;
+    auto a = [dir](Node &n) -> int {
+        gp_xfer_config_t c = auto_config(dir);
+        c.chunk_size = 192 * kKiB;
+        c.depth = 3;
+        if (int rc = node_setup(n, {c})) return rc;
+        PT_CHECK(get_put(n, 0, kDev0, kDev1, 16 * kMiB, 1) == 0);
+        std::string report = n.eng()->format_stats();
+        PT_CHECK(report.find("measured now") != std::string::npos);
+        PT_CHECK(report.find(": 196608 B x 3 (configured)") != std::string::npos);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(a, serve_b, 60) == "");
     unsetenv("GDRPIPE_SIM_TOPO");
 }
 
