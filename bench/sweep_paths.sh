@@ -89,7 +89,9 @@ t1=$(date +%s.%N)
 echo "# calibration run (both directions, incl. start-up): $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s"
 echo "# thresholds (staged from): $(grep -h "^threshold " "$calib_dir"/crossover-*.txt 2>/dev/null | awk '{print $2}' | paste -sd' ' -)"
 grep -ho 'crossover for GPU.*' "$work"/calib.txt* | sed 's/^/#   /' | sort -u
-thresholds=$(grep -h "^threshold " "$calib_dir"/crossover-*.txt 2>/dev/null | awk '{print $2}' | sort -u)
+# the measured crossings (cache) and the thresholds the plugin uses (its log)
+thresholds=$( (grep -h "^threshold " "$calib_dir"/crossover-*.txt 2>/dev/null | awk '{print $2}'
+    grep -ho 'crossover for GPU[^=]*= [0-9]* bytes' "$work"/calib.txt* | awk '{print $(NF-1)}') | sort -u)
 list=$sizes
 if [ $around = 1 ]; then
     # around the crossover (the median of the pair's directions): x0.5 .. x2

@@ -29,6 +29,22 @@ std::map<std::pair<int, int>, std::unique_ptr<PairChoice>> &choices() {
 // alone may be shared, e.g. by the simulator's devices)
 // a calibrated pipeline shape must beat the default (2 MiB x 4) by this factor
 constexpr double kShapeGain = 0.9;
+// staged only where the fits say it is at least this much faster than direct
+constexpr double kStagedGain = 0.95;
+
+// The in-process measurement misses the staged path's cross-process costs
+// (control message, the peer's progress), so a crossing that is only just
+// measured is moved up to where the staged fit is 5 % faster. Choosing direct
+// where staged would be less than 5 % faster costs less than 5 % anyway.
+std::size_t direct_biased(const model::CostModel &m, std::size_t thresh) {
+    if (thresh == 0 || thresh == model::kNever) return thresh;
+    if (!m.fit_of(model::Path::direct).available || !m.fit_of(model::Path::staged).available) return thresh;
+    for (double s = static_cast<double>(thresh); s <= 64.0 * static_cast<double>(thresh); s *= 1.02) {
+        const auto n = static_cast<std::size_t>(s);
+        if (m.predict(model::Path::staged, n) <= kStagedGain * m.predict(model::Path::direct, n)) return n;
+    }
+    return thresh; // the fits never separate: keep the measured crossing
+}
 
 std::string short_uuid(const std::string &u) {
     if (u.size() < 16 || u.rfind("GPU-", 0) != 0) return u;
@@ -77,7 +93,8 @@ void obtain(PairChoice &c, const CrossoverConfig &cfg) {
         return;
     }
     c.origin = got.source == model::Source::cache ? PairOrigin::cache : PairOrigin::measured;
-    c.thresh = got.record.model.crossover().threshold;
+    c.model_thresh = got.record.model.crossover().threshold;
+    c.thresh = direct_biased(got.record.model, c.model_thresh);
     // The calibrated shape replaces the default only when it was clearly
     // faster in the measurement: the in-process probe does not see the
     // per-chunk cost of the cross-process pipeline (control, the peer's
@@ -115,6 +132,8 @@ std::string PairChoice::describe() const {
     std::string s = "= " + (thresh == model::kNever ? std::string("never (direct at every size)")
                             : thresh == 0           ? std::string("0 (staged at every size)")
                                                     : std::to_string(thresh) + " bytes");
+    if (model_thresh != thresh && model_thresh != 0 && model_thresh != model::kNever)
+        s += " (measured crossing " + std::to_string(model_thresh) + ", staged from 5 % faster)";
     char buf[96];
     switch (origin) {
     case PairOrigin::measured:

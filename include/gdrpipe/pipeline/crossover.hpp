@@ -42,6 +42,7 @@ struct PairChoice {
     int local_dev = -1;
     int remote_dev = -1;
     std::size_t thresh = model::kNever; // staged from this size on
+    std::size_t model_thresh = model::kNever; // the calibration's own crossing
     bool have_pipeline = false;         // `pipeline` was calibrated
     model::PipelineParams pipeline;
     PairOrigin origin = PairOrigin::fallback;
