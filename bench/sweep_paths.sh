@@ -15,7 +15,8 @@
 #   --iters N        timed ping-pongs per size and run (default 10)
 #   --small-iters N  the same for sizes up to 8 KiB (default 5 x ITERS: cheap, and
 #                    there the three modes are one eager path: only noise differs)
-#   --reps R         runs of each mode (default 3)
+#   --warmup N       untimed ping-pongs per size and run (default 2)
+#   --reps R         runs of each mode (default 3); violated sizes get 2R-1 more
 #   --bound B        allowed auto / best ratio (default 1.05)
 #   --budget S       calibration budget in seconds (UCX_GDRPIPE_CALIB_BUDGET, default 0.5)
 #   --calib-max SIZE largest size the calibration measures (UCX_GDRPIPE_CALIB_MAX_SIZE)
@@ -23,7 +24,7 @@
 # Rank r uses GPU r (of those visible): run on a machine with 2 GPUs.
 # Exit status: 0 when the bound holds at every size, 1 otherwise, 2 on errors.
 set -u
-topo= scale=1 sizes= around=1 iters=10 small_iters= reps=3 bound=1.05 budget=0.5 calib_dir=
+topo= scale=1 sizes= around=1 iters=10 small_iters= warmup=2 reps=3 bound=1.05 budget=0.5 calib_dir=
 while [ $# -gt 1 ]; do
     case $1 in
     --topo) topo=$2; shift 2 ;;
@@ -33,6 +34,7 @@ while [ $# -gt 1 ]; do
     --iters) iters=$2; shift 2 ;;
     --small-iters) small_iters=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
     --bound) bound=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --calib-dir) calib_dir=$2; shift 2 ;;
@@ -73,7 +75,7 @@ run() {
     local mode=$1 list=$2 out=$3 rc
     UCX_GDRPIPE_PATH=$mode UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
         timeout 600 "$exe" -d cuda $yield -T -S "$list" \
-        -i "$iters" -I "$small_iters" -x 2 >"$out" 2>"$out.log"
+        -i "$iters" -I "$small_iters" -x "$warmup" >"$out" 2>"$out.log"
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
         echo "sweep_paths.sh: $mode run failed (exit $rc)" >&2
@@ -159,8 +161,9 @@ fi
 # A violation may be a burst of machine load during one mode's runs: the
 # violated sizes are measured again, with more runs, and all runs decide.
 again=$(paste -sd, "$work/main.bad")
-echo "# re-measuring the violated sizes ($again) with $((2 * reps + 1)) more runs per mode"
-measure retry "$again" $((2 * reps + 1))
+more=$((2 * reps - 1))
+echo "# re-measuring the violated sizes ($again) with $more more runs per mode"
+measure retry "$again" $more
 if table retry "main retry" "$work/main.bad"; then
     printf "PASS: auto within %s x the faster path at every size (after re-measuring)\n" "$bound"
     exit 0
