@@ -3,7 +3,9 @@
  * with host or cuda buffers. One message per size is also verified.
  *   gdrpipe_ucp_sweep [opts]              fork both sides from one launcher
  *   gdrpipe_ucp_sweep -s [-p port] [opts] server (rank 0, prints the table)
- *   gdrpipe_ucp_sweep -c HOST [-p port]   client (rank 1) */
+ *   gdrpipe_ucp_sweep -c HOST [-p port]   client (rank 1)
+ * -T (transfer-time mode, bench/sweep_paths.sh): per size, the MEDIAN of the
+ * individually timed ping-pong half round trips instead of bandwidth. */
 #include "common/devmem.h"
 #include "common/membuf.h"
 #include "common/ucpx.h"
@@ -22,6 +24,7 @@
 #endif
 
 #define GP_OP_TIMEOUT 60.0
+#define GP_MAX_SIZES 64
 
 typedef struct {
     gp_mem_t mem;
@@ -30,6 +33,10 @@ typedef struct {
     int iters, iters_large, bw_iters, bw_iters_large, skip, skip_large, window;
     int server, port;
     const char *host;
+    int time_mode;               /* -T */
+    int yield_idle;              /* -Y */
+    size_t sizes[GP_MAX_SIZES];  /* -S: explicit sizes (nsizes > 0) */
+    int nsizes;
 } sweep_opts_t;
 
 static void usage(const char *p)
@@ -45,17 +52,23 @@ static void usage(const char *p)
            "  -i N      latency iterations and bandwidth windows for every size\n"
            "            (default 1000/100 latency, 100/20 bandwidth above 8 KiB)\n"
            "  -x N      warm-up iterations (default 10)\n"
-           "  -W N      messages in flight for bandwidth (default 64)\n", p);
+           "  -W N      messages in flight for bandwidth (default 64)\n"
+           "  -S LIST   explicit sizes, comma-separated (e.g. 1,4K,1M)\n"
+           "  -T        transfer-time mode: per size the median one-way time of\n"
+           "            ITERS individually timed ping-pongs (no bandwidth)\n"
+           "  -I N      iterations for sizes up to 8 KiB only (after -i)\n"
+           "  -Y        yield the CPU while waiting with nothing to progress (lets\n"
+           "            the CUDA simulator's copy threads run on a small machine)\n", p);
 }
 
 static int parse(int argc, char **argv, sweep_opts_t *o)
 {
-    int c;
+    int c, small_iters = 0;
     *o = (sweep_opts_t){.mem = GP_MEM_HOST, .device = -1, .min_size = 1,
                         .max_size = 1 << 22, .iters = 1000, .iters_large = 100,
                         .bw_iters = 100, .bw_iters_large = 20,
                         .skip = 10, .skip_large = 10, .window = 64, .port = 13337};
-    while ((c = getopt(argc, argv, "sc:p:d:G:m:i:x:W:h")) != -1) {
+    while ((c = getopt(argc, argv, "sc:p:d:G:m:i:x:W:S:TYI:h")) != -1) {
         switch (c) {
         case 's': o->server = 1; break;
         case 'c': o->host = optarg; break;
@@ -92,9 +105,32 @@ static int parse(int argc, char **argv, sweep_opts_t *o)
             break;
         case 'x': o->skip = o->skip_large = atoi(optarg); break;
         case 'W': o->window = atoi(optarg); break;
+        case 'T': o->time_mode = 1; break;
+        case 'Y': o->yield_idle = 1; break;
+        case 'I': small_iters = atoi(optarg); break;
+        case 'S': {
+            char *save = NULL;
+            for (char *t = strtok_r(optarg, ",", &save); t != NULL;
+                 t = strtok_r(NULL, ",", &save)) {
+                size_t v;
+                if (o->nsizes == GP_MAX_SIZES || gp_parse_size(t, &v) || v == 0 ||
+                    v > (1u << 30)) {
+                    fprintf(stderr, "-S: bad or too many sizes\n");
+                    return -1;
+                }
+                o->sizes[o->nsizes++] = v;
+                if (v > o->max_size) {
+                    o->max_size = v;
+                }
+            }
+            break;
+        }
         case 'h': usage(argv[0]); exit(0);
         default: usage(argv[0]); return -1;
         }
+    }
+    if (small_iters > 0) {
+        o->iters = small_iters; /* after -i, whatever the order */
     }
     if (o->iters <= 0 || o->window <= 0 || o->skip < 0 || optind != argc ||
         (o->server && o->host)) {
@@ -102,6 +138,12 @@ static int parse(int argc, char **argv, sweep_opts_t *o)
         return -1;
     }
     return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double*)a, y = *(const double*)b;
+    return (x > y) - (x < y);
 }
 
 /* the rank-dependent part: runs in both processes */
@@ -115,10 +157,13 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
     if (gp_ucp_open(&u) != 0 || gp_ucp_connect(&u, fd, 0) != 0) {
         return 1;
     }
+    u.yield_idle = o->yield_idle;
     void *sbuf = gp_mem_alloc(o->mem, o->max_size);
     void *rbuf = gp_mem_alloc(o->mem, o->max_size);
     ucs_status_ptr_t *reqs = calloc((size_t)o->window, sizeof(*reqs));
-    int failed = (sbuf == NULL || rbuf == NULL || reqs == NULL);
+    const int max_iters = o->iters > o->iters_large ? o->iters : o->iters_large;
+    double *samples = calloc((size_t)max_iters, sizeof(*samples));
+    int failed = (sbuf == NULL || rbuf == NULL || reqs == NULL || samples == NULL);
     if (!failed) {
         failed = gp_mem_set(o->mem, sbuf, 'a', o->max_size) != 0 ||
                  gp_mem_set(o->mem, rbuf, 'b', o->max_size) != 0;
@@ -129,12 +174,21 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
         const char *tls = getenv("UCX_TLS"), *proto = getenv("UCX_PROTO_ENABLE");
         printf("# UCX_TLS=%s UCX_PROTO_ENABLE=%s\n", tls ? tls : "(unset)",
                proto ? proto : "(unset)");
-        printf("%-*s%*s%*s%*s\n", 10, "# Size", 18, "Latency (us)", 18,
-               "Bandwidth (MB/s)", 8, "Check");
+        if (o->time_mode) {
+            printf("%-*s%*s%*s%*s\n", 10, "# Size", 18, "Median (us)", 18,
+                   "Mean (us)", 8, "Check");
+        } else {
+            printf("%-*s%*s%*s%*s\n", 10, "# Size", 18, "Latency (us)", 18,
+                   "Bandwidth (MB/s)", 8, "Check");
+        }
         fflush(stdout);
     }
-    for (size_t size = o->min_size; size <= o->max_size && !failed;
-         size = size ? size * 2 : 1) {
+    int next_idx = 0;
+    for (size_t size = o->nsizes ? o->sizes[0] : o->min_size;
+         (o->nsizes ? next_idx < o->nsizes : size <= o->max_size) && !failed;
+         size = o->nsizes ? (next_idx < o->nsizes ? o->sizes[next_idx] : 0)
+                          : (size ? size * 2 : 1)) {
+        ++next_idx;
         const int large = size > 8192;
         const int iters = large ? o->iters_large : o->iters;
         const int skip = large ? o->skip_large : o->skip;
@@ -152,6 +206,7 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
             if (i == skip) {
                 t0 = gp_now();
             }
+            const double ti = gp_now();
             if (rank == 0) {
                 st = gp_ucp_send(&u, sbuf, size, tag, GP_OP_TIMEOUT);
                 if (st == UCS_OK) {
@@ -163,10 +218,21 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
                     st = gp_ucp_send(&u, sbuf, size, tag, GP_OP_TIMEOUT);
                 }
             }
+            if (i >= skip) {
+                samples[i - skip] = (gp_now() - ti) * 1e6 / 2.0;
+            }
         }
         lat = (gp_now() - t0) * 1e6 / (2.0 * iters);
+        if (o->time_mode) {
+            /* median of the individually timed round trips: robust against
+             * the scheduling hiccups of a loaded machine */
+            qsort(samples, (size_t)iters, sizeof(*samples), cmp_double);
+            bw = lat; /* printed as the mean */
+            lat = iters % 2 ? samples[iters / 2]
+                            : 0.5 * (samples[iters / 2 - 1] + samples[iters / 2]);
+        }
         /* streaming: rank 0 sends windows, rank 1 acknowledges each */
-        for (int i = 0; i < bw_iters + skip && st == UCS_OK; ++i) {
+        for (int i = 0; i < (o->time_mode ? 0 : bw_iters + skip) && st == UCS_OK; ++i) {
             if (i == skip) {
                 t0 = gp_now();
             }
@@ -186,7 +252,9 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
                                : gp_ucp_send(&u, sbuf, 4, tag + 1, GP_OP_TIMEOUT);
             }
         }
-        bw = (double)size * bw_iters * o->window / 1e6 / (gp_now() - t0);
+        if (!o->time_mode) {
+            bw = (double)size * bw_iters * o->window / 1e6 / (gp_now() - t0);
+        }
         /* one verified message each way */
         size_t got = 0;
         long bad = 0;
@@ -229,6 +297,7 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
     gp_mem_free(o->mem, sbuf);
     gp_mem_free(o->mem, rbuf);
     free(reqs);
+    free(samples);
     gp_ucp_close(&u, failed);
     if (o->mem == GP_MEM_CUDA) {
         gp_devmem_fini();

@@ -25,6 +25,7 @@ ucs_config_field_t gdrpipe_md_config_table[] = {
 };
 
 static const char *gdrpipe_path_names[] = {"auto", "direct", "staged", NULL};
+static const char *gdrpipe_calib_names[] = {"auto", "force", "off", NULL};
 
 ucs_config_field_t gdrpipe_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_iface_config_t, super),
@@ -69,19 +70,56 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      " staged - always the host-staged pipeline",
      ucs_offsetof(gdrpipe_iface_config_t, path), UCS_CONFIG_TYPE_ENUM(gdrpipe_path_names)},
 
-    {"THRESH", "inf",
-     "Message size from which the staged pipeline is used in PATH=auto. The\n"
-     "default keeps the direct path wherever it works (NVLink peers: direct wins\n"
-     "at every size, see bench/RESULTS.md).",
+    {"THRESH", "auto",
+     "Message size from which the staged pipeline is used in PATH=auto.\n"
+     " auto - measured per pair of GPUs at the first transfer between them (or read\n"
+     "        from the calibration cache, see UCX_GDRPIPE_CALIBRATE); direct when both\n"
+     "        buffers are on one GPU, staged when peer access is impossible\n"
+     " inf  - direct wherever it works\n"
+     " SIZE - the same fixed threshold for every pair",
      ucs_offsetof(gdrpipe_iface_config_t, thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"CHUNK_SIZE", "2m",
-     "Chunk of the staged pipeline (at least 64k).",
+    {"CALIBRATE", "auto",
+     "Calibration of THRESH=auto:\n"
+     " auto  - use the cached crossover of a GPU pair, else measure it (about\n"
+     "         UCX_GDRPIPE_CALIB_BUDGET) and cache it\n"
+     " force - measure every pair again once per process (a process starting later\n"
+     "         reuses what an earlier one of the same start measured only if it is newer)\n"
+     " off   - cached crossovers only; pairs without one use the fallback (direct\n"
+     "         wherever it works)",
+     ucs_offsetof(gdrpipe_iface_config_t, calibrate),
+     UCS_CONFIG_TYPE_ENUM(gdrpipe_calib_names)},
+
+    {"CALIB_DIR", "",
+     "Directory of the calibration cache and its lock files. Empty:\n"
+     "$XDG_CACHE_HOME/gdrpipe, else $HOME/.cache/gdrpipe. A directory that cannot\n"
+     "be written only costs a warning (the measurement is used, not kept).",
+     ucs_offsetof(gdrpipe_iface_config_t, calib_dir), UCS_CONFIG_TYPE_STRING},
+
+    {"CALIB_BUDGET", "0.5s",
+     "Time budget of one pair's calibration (both paths, pipeline shape, sizes\n"
+     "1 B .. UCX_GDRPIPE_CALIB_MAX_SIZE).",
+     ucs_offsetof(gdrpipe_iface_config_t, calib_budget), UCS_CONFIG_TYPE_TIME},
+
+    {"CALIB_WAIT", "10s",
+     "How long a process waits while another one calibrates the same pair of GPUs\n"
+     "(lock file in the cache directory) before it gives up and uses the fallback.",
+     ucs_offsetof(gdrpipe_iface_config_t, calib_wait), UCS_CONFIG_TYPE_TIME},
+
+    {"CALIB_MAX_SIZE", "64m",
+     "Largest message size measured by the calibration (device memory of this\n"
+     "size is allocated on both GPUs while it runs).",
+     ucs_offsetof(gdrpipe_iface_config_t, calib_max_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"CHUNK_SIZE", "auto",
+     "Chunk of the staged pipeline (at least 64k). auto: the calibrated one when\n"
+     "THRESH=auto measured it before the peer's staging rings were created, else 2m.",
      ucs_offsetof(gdrpipe_iface_config_t, chunk_size), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"PIPELINE_DEPTH", "4",
-     "Staged pipeline chunks in flight per transfer (1-64).",
-     ucs_offsetof(gdrpipe_iface_config_t, depth), UCS_CONFIG_TYPE_UINT},
+    {"PIPELINE_DEPTH", "auto",
+     "Staged pipeline chunks in flight per transfer (1-64). auto: the calibrated\n"
+     "depth (see CHUNK_SIZE), else 4.",
+     ucs_offsetof(gdrpipe_iface_config_t, depth), UCS_CONFIG_TYPE_ULUNITS},
 
     {"RCACHE_MAX_REGIONS", "4096",
      "Bound of each pinned-region cache (IPC exports, imports) in regions.",

@@ -49,9 +49,14 @@ typedef struct gdrpipe_iface_config {
     double             copy_d2h_bw;  /* copy transport, device->host */
     double             copy_latency; /* copy transport: launch + completion */
     int                path;         /* enum gp_path */
-    size_t             thresh;       /* direct below, staged from here on */
-    size_t             chunk_size;   /* staged pipeline chunk */
-    unsigned           depth;        /* staged chunks in flight */
+    size_t             thresh;       /* direct below, staged from here on; auto */
+    size_t             chunk_size;   /* staged pipeline chunk; auto */
+    unsigned long      depth;        /* staged chunks in flight; auto */
+    int                calibrate;    /* enum gp_calib_mode */
+    char               *calib_dir;   /* "" = default */
+    double             calib_budget; /* seconds */
+    double             calib_wait;   /* seconds */
+    size_t             calib_max_size;
     unsigned           cache_max_regions;
     size_t             cache_max_bytes;
     int                stats;        /* print data-path counters at close */

@@ -230,16 +230,33 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     if (gp_cuda_available()) {
         gp_xfer_config_t xcfg = {
             .path              = config->path,
-            .thresh            = config->thresh,
-            .chunk_size        = config->chunk_size,
-            .depth             = config->depth,
+            .thresh            = (config->thresh == UCS_MEMUNITS_AUTO) ? GP_THRESH_AUTO :
+                                 config->thresh,
+            .chunk_size        = (config->chunk_size == UCS_MEMUNITS_AUTO) ? 0 :
+                                 config->chunk_size,
+            .depth             = (config->depth == UCS_ULUNITS_AUTO) ? 0 :
+                                 (unsigned)config->depth,
             .cache_max_regions = config->cache_max_regions,
-            .cache_max_bytes   = config->cache_max_bytes
+            .cache_max_bytes   = config->cache_max_bytes,
+            .calibrate         = config->calibrate,
+            .calib_dir         = config->calib_dir,
+            .calib_budget_s    = config->calib_budget,
+            .calib_wait_s      = config->calib_wait,
+            .calib_max_size    = config->calib_max_size
         };
-        if ((config->chunk_size < 65536) || (config->depth < 1) || (config->depth > 64)) {
-            ucs_error("gdrpipe: UCX_GDRPIPE_CHUNK_SIZE=%zu / UCX_GDRPIPE_PIPELINE_DEPTH=%u "
+        if (((config->chunk_size != UCS_MEMUNITS_AUTO) && (config->chunk_size < 65536)) ||
+            ((config->depth != UCS_ULUNITS_AUTO) &&
+             ((config->depth < 1) || (config->depth > 64)))) {
+            ucs_error("gdrpipe: UCX_GDRPIPE_CHUNK_SIZE=%zu / UCX_GDRPIPE_PIPELINE_DEPTH=%lu "
                       "out of range (chunk >= 64k, depth 1..64)", config->chunk_size,
                       config->depth);
+            ucs_free(self->scratch);
+            gp_shm_iface_close(self->core);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if ((config->calib_max_size < 4096) || (config->calib_max_size > UCS_GBYTE)) {
+            ucs_error("gdrpipe: UCX_GDRPIPE_CALIB_MAX_SIZE=%zu is out of range [4k, 1g]",
+                      config->calib_max_size);
             ucs_free(self->scratch);
             gp_shm_iface_close(self->core);
             return UCS_ERR_INVALID_PARAM;

@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,7 +270,9 @@ ucs_status_t gp_ucp_wait(gp_ucp_t *u, ucs_status_ptr_t req, int is_recv,
         if (st != UCS_INPROGRESS) {
             break;
         }
-        ucp_worker_progress(u->worker);
+        if (ucp_worker_progress(u->worker) == 0 && u->yield_idle) {
+            sched_yield();
+        }
         if (end > 0 && (++spins & 1023) == 0 && gp_now() > end) {
             return UCS_ERR_TIMED_OUT;
         }

@@ -19,6 +19,8 @@ typedef struct {
     ucp_ep_h ep;
     volatile int ep_failed;        /* set by the endpoint error callback */
     volatile ucs_status_t ep_status;
+    int yield_idle;                /* gp_ucp_wait: sched_yield() when progress
+                                      found nothing (a CPU-starved machine) */
 } gp_ucp_t;
 
 /* Context (TAG feature) and worker. Returns 0 or -1. */

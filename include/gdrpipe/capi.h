@@ -115,13 +115,30 @@ void gp_hooks_for_each_allocation(gp_mem_event_cb_t cb, void *arg);
 
 enum gp_path { GP_PATH_AUTO = 0, GP_PATH_DIRECT = 1, GP_PATH_STAGED = 2 };
 
+/* thresh: measure the crossover per device pair (same value as UCX's
+ * UCS_MEMUNITS_AUTO); SIZE_MAX (or 0): never staged where direct works */
+#define GP_THRESH_AUTO ((size_t)-2)
+
+enum gp_calib_mode {
+    GP_CALIB_AUTO  = 0, /* cached crossover, else measure now and cache */
+    GP_CALIB_FORCE = 1, /* measure again once per process (ignores older entries) */
+    GP_CALIB_OFF   = 2  /* cached crossover only, else the fallback threshold */
+};
+
 typedef struct gp_xfer_config {
     int path;                 /* enum gp_path */
-    size_t thresh;            /* AUTO: direct below, staged from here on */
-    size_t chunk_size;        /* staged pipeline chunk */
-    unsigned depth;           /* staged chunks in flight */
+    size_t thresh;            /* AUTO: direct below, staged from here on;
+                                 GP_THRESH_AUTO: measured per device pair */
+    size_t chunk_size;        /* staged pipeline chunk; 0: calibrated, else 1 MiB */
+    unsigned depth;           /* staged chunks in flight; 0: calibrated, else 4 */
     size_t cache_max_regions; /* pinned-region caches bounds */
     size_t cache_max_bytes;
+    /* per-pair calibration (thresh == GP_THRESH_AUTO) */
+    int calibrate;            /* enum gp_calib_mode */
+    const char *calib_dir;    /* NULL or "": $XDG_CACHE_HOME/gdrpipe or ~/.cache/gdrpipe */
+    double calib_budget_s;    /* 0: 0.5 s */
+    double calib_wait_s;      /* wait for another process's calibration; 0: 10 s */
+    size_t calib_max_size;    /* largest size measured; 0: 64 MiB */
 } gp_xfer_config_t;
 
 /* Registration of local memory for peers (process-wide, cached): fills the

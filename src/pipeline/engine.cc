@@ -6,6 +6,7 @@
 #include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/log.hpp"
 #include "gdrpipe/pipeline/control.hpp"
+#include "gdrpipe/pipeline/crossover.hpp"
 #include "gdrpipe/pipeline/import_cache.hpp"
 #include "gdrpipe/pipeline/registry.hpp"
 #include "gdrpipe/pipeline/ring.hpp"
@@ -35,13 +36,23 @@ constexpr unsigned kSlotRequester = 2;
 constexpr unsigned kSlotOwner = 3;
 // Direct copies go round robin over these streams: one stream executes on one
 // copy engine, several let copies of consecutive messages run side by side.
-constexpr unsigned kDirectSlots[] = {1, 4, 5, 6};
+constexpr unsigned kDirectSlots[] = {1, 5, 6, 7};
 constexpr unsigned kNumDirectSlots = sizeof(kDirectSlots) / sizeof(kDirectSlots[0]);
 // Direct copies up to this size are done with the driver's synchronous copy
 // (about 2 us less latency than an async copy plus completion polling on the
 // H200 pair: bench/RESULTS.md, gdrpipe_physref "single"); larger ones are
 // asynchronous so that messages in flight overlap.
 constexpr size_t kSyncDirectMax = size_t(16) << 10;
+// calibrated pipeline shapes are capped at this many bytes per ring
+constexpr size_t kMaxCalibratedRing = size_t{32} << 20;
+
+// The threshold of one (local device, remote device) pair as this engine
+// uses it, and what it did with it (stats report).
+struct PairUse {
+    const PairChoice *choice = nullptr; // null: configured threshold
+    size_t thresh = SIZE_MAX;
+    uint64_t direct = 0, staged = 0;    // completed transfers
+};
 
 // One side of a staged transfer on one ring.
 struct Pipe {
@@ -155,6 +166,7 @@ struct Xfer {
     gp_xfer_done_cb_t cb = nullptr;
     void *arg = nullptr;
     bool direct = false;
+    PairUse *pair = nullptr;
     LocalMem mem;
     // direct
     cache::RegionRef imp;
@@ -178,6 +190,8 @@ struct PeerState {
     std::vector<bool> ring_retired;    // aborted while the owner may still touch it
     Clock::time_point last_check{};
     Clock::time_point last_alive{}; // last time start() saw it alive
+    bool have_shape = false;           // calibrated pipeline shape for the segment
+    model::PipelineParams shape;
 };
 
 struct ServeOp {
@@ -196,7 +210,7 @@ gp_xfer_config_t normalize_config(const gp_xfer_config_t *in) noexcept {
     if (in != nullptr) c = *in;
     if (c.path != GP_PATH_DIRECT && c.path != GP_PATH_STAGED) c.path = GP_PATH_AUTO;
     if (c.thresh == 0) c.thresh = SIZE_MAX;
-    if (c.chunk_size == 0) c.chunk_size = size_t{1} << 20;
+    if (c.chunk_size == 0) c.chunk_size = size_t{2} << 20;
     if (c.chunk_size > (size_t{64} << 20)) c.chunk_size = size_t{64} << 20;
     c.chunk_size = (c.chunk_size + kMinChunk - 1) / kMinChunk * kMinChunk;
     if (c.depth == 0) c.depth = 4;
@@ -225,6 +239,10 @@ bool process_alive(pid_t pid, uint64_t start_time) noexcept {
 struct XferEngine::Impl {
     wire::ShmIface *wire = nullptr;
     gp_xfer_config_t cfg{};
+    bool chunk_auto = false; // CHUNK_SIZE / PIPELINE_DEPTH not set: calibrated shape
+    bool depth_auto = false;
+    CrossoverConfig xcfg;
+    std::map<std::pair<int, int>, PairUse> pairs;
     XferStats st;
     uint64_t next_id = 1;
     unsigned direct_rr = 0; // next direct stream slot
@@ -264,6 +282,7 @@ struct XferEngine::Impl {
             PathCounters &pc = x->direct ? st.direct : st.staged;
             pc.xfers++;
             pc.bytes += x->len;
+            if (x->pair != nullptr) ++(x->direct ? x->pair->direct : x->pair->staged);
         } else {
             st.failed++;
         }
@@ -319,7 +338,22 @@ struct XferEngine::Impl {
     bool ensure_segment(PeerState *ps) {
         if (ps->seg) return true;
         std::string err;
-        ps->seg = StagingSegment::create(kRingsPerPeer, cfg.depth, cfg.chunk_size, &err);
+        size_t chunk = cfg.chunk_size;
+        unsigned depth = cfg.depth;
+        if (ps->have_shape) {
+            if (chunk_auto) chunk = ps->shape.chunk_bytes;
+            if (depth_auto) depth = unsigned(ps->shape.depth);
+            while (depth > 2 && chunk * depth > kMaxCalibratedRing) --depth;
+            gp_xfer_config_t want = cfg;
+            want.chunk_size = chunk;
+            want.depth = depth;
+            want = normalize_config(&want);
+            chunk = want.chunk_size;
+            depth = want.depth;
+            GP_DEBUG("xfer: staging rings for pid %d: calibrated shape %zu x %u", int(ps->pid),
+                     chunk, depth);
+        }
+        ps->seg = StagingSegment::create(kRingsPerPeer, depth, chunk, &err);
         if (!ps->seg) {
             GP_ERROR("xfer: staging rings for pid %d: %s", int(ps->pid), err.c_str());
             return false;
@@ -508,6 +542,40 @@ struct XferEngine::Impl {
         }
     }
 
+    // The pair's threshold (PATH=auto, device key). Also records the
+    // calibrated pipeline shape for the peer's rings if not yet created.
+    PairUse *pair_for(Xfer *x) {
+        if (x->rkey.kind != GP_RKEY_CUDA_IPC && x->rkey.kind != GP_RKEY_CUDA_VMM) return nullptr;
+        if (!cuda::driver().available()) return nullptr;
+        const int local = x->mem.dev;
+        if (local < 0) return nullptr; // host or mixed local memory: configured/fallback
+        const bool loopback = x->rkey.pid == ::getpid();
+        const int remote = loopback ? x->rkey.device : device_by_uuid(x->rkey.dev_uuid);
+        auto key = std::make_pair(local, remote);
+        auto it = pairs.find(key);
+        if (it == pairs.end()) {
+            PairUse u;
+            if (cfg.thresh == GP_THRESH_AUTO) {
+                u.choice = &pair_choice(local, remote, xcfg);
+                u.thresh = u.choice->thresh;
+            } else {
+                u.thresh = cfg.thresh;
+                GP_INFO("crossover for GPU %d->%d = %s (configured)", local, remote,
+                        u.thresh == SIZE_MAX ? "never (direct at every size)"
+                                             : (std::to_string(u.thresh) + " bytes").c_str());
+            }
+            it = pairs.emplace(key, u).first;
+        }
+        PairUse *u = &it->second;
+        PeerState *ps = x->ps;
+        if (u->choice != nullptr && u->choice->have_pipeline && !ps->seg && !ps->have_shape &&
+            (chunk_auto || depth_auto)) {
+            ps->have_shape = true;
+            ps->shape = u->choice->pipeline;
+        }
+        return u;
+    }
+
     void control(const void *data, uint32_t len);
     unsigned progress();
 };
@@ -660,6 +728,27 @@ std::unique_ptr<XferEngine> XferEngine::create(wire::ShmIface *wire, const gp_xf
     auto impl = std::make_unique<Impl>();
     impl->wire = wire;
     impl->cfg = normalize_config(cfg);
+    impl->chunk_auto = cfg == nullptr || cfg->chunk_size == 0;
+    impl->depth_auto = cfg == nullptr || cfg->depth == 0;
+    {
+        // the first engine of this process (a forked child counts anew)
+        static pid_t first_pid = 0;
+        static double first_time = 0.0;
+        if (first_pid != ::getpid()) {
+            first_pid = ::getpid();
+            first_time = model::wall_clock_now();
+        }
+        impl->xcfg.fresh_after = first_time;
+    }
+    if (cfg != nullptr) {
+        impl->xcfg.mode = cfg->calibrate == GP_CALIB_FORCE ? model::CalibMode::force
+                          : cfg->calibrate == GP_CALIB_OFF ? model::CalibMode::off
+                                                           : model::CalibMode::automatic;
+        if (cfg->calib_dir != nullptr) impl->xcfg.dir = cfg->calib_dir;
+        if (cfg->calib_budget_s > 0) impl->xcfg.budget_s = cfg->calib_budget_s;
+        if (cfg->calib_wait_s > 0) impl->xcfg.wait_s = cfg->calib_wait_s;
+        if (cfg->calib_max_size > 0) impl->xcfg.max_bytes = cfg->calib_max_size;
+    }
     if (segment_bytes(kRingsPerPeer, impl->cfg.depth, impl->cfg.chunk_size) == 0) {
         *err = "invalid staged pipeline shape";
         return nullptr;
@@ -753,9 +842,15 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
 
     // host keys are served by CMA above or staged; device keys prefer the
     // direct path below the threshold (GP_RKEY_CUDA_NONE: counted fallback)
+    // (thresh: configured, or measured per device pair: crossover.hpp)
+    size_t thresh = m.cfg.thresh == GP_THRESH_AUTO ? kFallbackThresh : m.cfg.thresh;
+    if (m.cfg.path == GP_PATH_AUTO) {
+        x->pair = m.pair_for(x.get());
+        if (x->pair != nullptr) thresh = x->pair->thresh;
+    }
     const bool want_direct =
         rkey->kind != GP_RKEY_HOST &&
-        (m.cfg.path == GP_PATH_DIRECT || (m.cfg.path == GP_PATH_AUTO && x->len < m.cfg.thresh));
+        (m.cfg.path == GP_PATH_DIRECT || (m.cfg.path == GP_PATH_AUTO && x->len < thresh));
     if (want_direct && !m.try_direct(x.get())) m.st.fallbacks++;
     if (x->direct && x->toks.empty()) {
         m.finish(x.get(), 0); // copied synchronously: complete, no callback
@@ -795,6 +890,30 @@ XferStats XferEngine::stats() const noexcept { return impl_->st; }
 
 std::string XferEngine::format_stats() const {
     std::string s = pipeline::format_stats(impl_->st);
+    for (const auto &kv : impl_->peers) {
+        const PeerState *ps = kv.second.get();
+        if (!ps->seg) continue;
+        char buf[128];
+        std::snprintf(buf, sizeof(buf), "\nstaging rings to pid %d: %zu B x %u (%s)", int(ps->pid),
+                      size_t(ps->seg->header().chunk), unsigned(ps->seg->header().depth),
+                      ps->have_shape ? "calibrated" : "configured");
+        s += buf;
+    }
+    for (const auto &kv : impl_->pairs) {
+        const PairUse &u = kv.second;
+        char buf[96];
+        std::snprintf(buf, sizeof(buf), " -> direct=%llu staged=%llu",
+                      static_cast<unsigned long long>(u.direct),
+                      static_cast<unsigned long long>(u.staged));
+        if (u.choice != nullptr) {
+            s += "\ncrossover for " + u.choice->label + " " + u.choice->describe() + buf;
+        } else {
+            s += "\ncrossover for GPU " + std::to_string(kv.first.first) + "->" +
+                 std::to_string(kv.first.second) + " = " +
+                 (u.thresh == SIZE_MAX ? std::string("never") : std::to_string(u.thresh) + " bytes") +
+                 " (configured)" + buf;
+        }
+    }
     if (export_cache_exists()) s += "\n" + export_cache().format_stats();
     if (import_cache_exists()) s += "\n" + import_cache().format_stats();
     return s;

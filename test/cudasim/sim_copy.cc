@@ -65,11 +65,11 @@ Op copy_op(End s, End d, size_t n, int fill) {
     {
       std::lock_guard<std::mutex> l(g_mu);
       const PathModel m = g->topo.path[path];
-      double busy = m.bw_Bps > 0 ? double(n) / m.bw_Bps : 0;
+      double busy = m.bw_Bps > 0 ? g->time_scale * double(n) / m.bw_Bps : 0;
       double& free_at = g->link_free[link];
       double start = free_at > t0 ? free_at : t0;
       free_at = start + busy;
-      deadline = start + busy + m.lat_s;
+      deadline = start + busy + g->time_scale * m.lat_s;
       est = double(n) / g->memcpy_Bps;
     }
     // The bytes land at the end of the modeled time (a reader that does not

@@ -162,6 +162,7 @@ struct State {
   std::map<std::pair<int, uint64_t>, Alloc*> ipc_imports;  // (pid, buffer id)
   std::map<uint64_t, double> link_free;  // timing: when a link is idle again
   double memcpy_Bps = 4e9;               // measured host memcpy speed (EWMA)
+  double time_scale = 1.0;               // GDRPIPE_SIM_TIME_SCALE: modeled times x this
   std::condition_variable cv;            // any progress
 };
 

@@ -283,6 +283,17 @@ CUresult init_state() {
   if (s->ndev > 64) s->ndev = 64;
   s->dev_mem = env_size("GDRPIPE_SIM_MEM_GIB", 16) << 30;
   s->va_size = env_size("GDRPIPE_SIM_VA_GIB", 32) << 30;
+  // Multiplies every modeled latency and transfer time (divides bandwidths),
+  // so that modeled times dominate scheduling noise on a small, loaded machine.
+  if (const char* ts = getenv("GDRPIPE_SIM_TIME_SCALE")) {
+    char* end = nullptr;
+    double v = strtod(ts, &end);
+    if (end == ts || *end != '\0' || !(v > 0) || v > 1e6) {
+      fprintf(stderr, "cudasim: GDRPIPE_SIM_TIME_SCALE: '%s' is not a positive number\n", ts);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    s->time_scale = v;
+  }
   std::string err;
   const char* topo = getenv("GDRPIPE_SIM_TOPO");
   if (!parse_topology("fast", s->topo, err) ||

@@ -52,6 +52,7 @@ const char* const kPresets[][2] = {
      "h2d=10us:25GBps,d2h=10us:25GBps,d2d=5us:1000GBps,peer=8us:300GBps,nopeer=20us:12GBps,p2p=all"},
     {"pcie-p2p-slow",
      "h2d=10us:10GBps,d2h=10us:10GBps,d2d=5us:200GBps,peer=6us:3GBps,nopeer=20us:5GBps,p2p=all"},
+    {"pcie-slow", "pcie-p2p-slow"},
     {"nopeer",
      "h2d=10us:10GBps,d2h=10us:10GBps,d2d=5us:200GBps,peer=8us:10GBps,nopeer=20us:5GBps,p2p=none"},
 };

@@ -30,6 +30,10 @@ done
 for v in SEG_SIZE FIFO_SIZE BW LAT COPY_H2D_BW COPY_D2H_BW COPY_LAT CUDA_LIB; do
     check "ucx_info -c shows UCX_GDRPIPE_$v" grep -q "^UCX_GDRPIPE_$v=" <<< "$info_c"
 done
+for v in THRESH=auto CALIBRATE=auto CHUNK_SIZE=auto PIPELINE_DEPTH=auto CALIB_BUDGET= CALIB_WAIT= \
+         CALIB_MAX_SIZE= CALIB_DIR=; do
+    check "ucx_info -c shows UCX_GDRPIPE_$v..." grep -q "^UCX_GDRPIPE_$v" <<< "$info_c"
+done
 info_cf=$(LD_PRELOAD=$plugin ucx_info -cf 2>&1)
 check "ucx_info -cf documents FIFO_SIZE" grep -q "receive FIFO" <<< "$info_cf"
 
@@ -42,4 +46,9 @@ bad=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_GDRPIPE_SEG_SIZE=16 ucx_info -
 check "out-of-range UCX_GDRPIPE_SEG_SIZE is rejected by name" grep -q "UCX_GDRPIPE_SEG_SIZE=16 is out of range" <<< "$bad"
 bad=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_GDRPIPE_BW=fast ucx_info -e -u t 2>&1)
 check "invalid UCX_GDRPIPE_BW is rejected by name" grep -q "Invalid value for BW" <<< "$bad"
+bad=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_GDRPIPE_CALIBRATE=sometimes ucx_info -e -u t 2>&1)
+check "invalid UCX_GDRPIPE_CALIBRATE is rejected by name" grep -q "Invalid value for CALIBRATE" <<< "$bad"
+set_c=$(LD_PRELOAD=$plugin UCX_GDRPIPE_THRESH=inf UCX_GDRPIPE_PIPELINE_DEPTH=8 ucx_info -c 2>&1)
+check "UCX_GDRPIPE_THRESH=inf and PIPELINE_DEPTH=8 are accepted" \
+    bash -c 'grep -q "^UCX_GDRPIPE_THRESH=inf" <<< "$1" && grep -q "^UCX_GDRPIPE_PIPELINE_DEPTH=8" <<< "$1"' _ "$set_c"
 exit $fail

@@ -1,7 +1,6 @@
 // gdrpipe-calibrate: measures the direct/staged crossover between two GPUs of
 // this machine (or a GPU and host memory), caches it and plots it.
 #include "cli_options.hpp"
-#include "cuda_prober.hpp"
 
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/driver.hpp"
@@ -9,6 +8,8 @@
 #include "gdrpipe/model/obtain.hpp"
 #include "gdrpipe/model/plot_svg.hpp"
 #include "gdrpipe/model/report.hpp"
+#include "gdrpipe/pipeline/crossover.hpp"
+#include "gdrpipe/pipeline/cuda_prober.hpp"
 
 #include <unistd.h>
 
@@ -24,6 +25,8 @@
 namespace gm = gdrpipe::model;
 namespace gc = gdrpipe::cuda;
 using namespace gdrpipe::calibrate_tool;
+using gdrpipe::pipeline::CudaProber;
+using gdrpipe::pipeline::ProberConfig;
 
 namespace {
 
@@ -31,18 +34,6 @@ std::atomic<bool> g_cancel{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
 extern "C" void on_sigint(int) { g_cancel.store(true); }
-
-std::string uuid_string(const CUuuid &u) {
-    static const char hex[] = "0123456789abcdef";
-    std::string s = "GPU-";
-    for (int i = 0; i < 16; ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-        const auto b = static_cast<unsigned char>(u.bytes[i]);
-        s += hex[b >> 4];
-        s += hex[b & 15];
-    }
-    return s;
-}
 
 // Updating progress line on stderr once the calibration runs over a second.
 class ProgressLine {
@@ -89,16 +80,9 @@ int run(const CliOptions &o) {
     gc::DeviceManager &dm = gc::devices();
     const gc::DeviceProps *pa = dm.props(o.dev_a);
     const gc::DeviceProps *pb = o.to_host ? nullptr : dm.props(o.dev_b);
-    gm::CalibKey key;
-    key.local_gpu_uuid = uuid_string(pa->uuid);
-    key.local_pci_bus_id = pa->pci_bus_id;
-    key.remote_gpu_uuid = pb ? uuid_string(pb->uuid) : "host";
-    key.remote_pci_bus_id = pb ? pb->pci_bus_id : "host";
-    // The driver API only says whether peer access is possible, not over which link.
-    key.peer_relation = o.to_host ? "host" : prober->peer_access() ? "p2p" : "none";
-    key.wire_kind = "intra-host";
-    key.driver_version = std::to_string(drv.version());
-    key.gdrpipe_version = GP_VERSION;
+    // the plugin's key too: this run fills the cache the plugin reads
+    const gm::CalibKey key = gdrpipe::pipeline::device_pair_key(o.dev_a, o.to_host ? -1 : o.dev_b,
+                                                                prober->peer_access());
 
     std::printf("gdrpipe-calibrate %s: device %d (%s, %s) -> %s, peer access: %s\n", GP_VERSION, o.dev_a,
                 pa->name.c_str(), pa->pci_bus_id.c_str(),

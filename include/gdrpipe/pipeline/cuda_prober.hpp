@@ -8,6 +8,8 @@
 //         a stream of A, H2D on a stream of B and waits for its chunk's D2H
 //         event; a ring slot is reused only once its second stage completed.
 // Both are timed with the host steady clock from first issue to completion.
+// Shared by gdrpipe-calibrate and the plugin's per-pair calibration
+// (crossover.hpp); its streams are slot 4 of each device, which no data path uses.
 #pragma once
 #include "gdrpipe/model/calibrate.hpp"
 
@@ -19,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace gdrpipe::calibrate_tool {
+namespace gdrpipe::pipeline {
 
 struct ProberConfig {
     int dev_a = 0;
@@ -73,4 +75,4 @@ private:
     std::string first_error_;
 };
 
-} // namespace gdrpipe::calibrate_tool
+} // namespace gdrpipe::pipeline

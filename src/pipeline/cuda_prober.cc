@@ -1,4 +1,4 @@
-#include "cuda_prober.hpp"
+#include "gdrpipe/pipeline/cuda_prober.hpp"
 
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/driver.hpp"
@@ -8,15 +8,15 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace gdrpipe::calibrate_tool {
+namespace gdrpipe::pipeline {
 namespace {
 
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Stream slot used for the probes (slot 0 is left to other users).
-constexpr unsigned kSlot = 1;
+// Stream slot of the probes: 0 copy transport, 1-3 the data paths (engine.cc).
+constexpr unsigned kSlot = 4;
 
 const cuda::Api &api() { return cuda::driver().api(); }
 
@@ -270,4 +270,4 @@ std::optional<double> CudaProber::run_staged(std::size_t bytes, const model::Pip
     return now_s() - t0;
 }
 
-} // namespace gdrpipe::calibrate_tool
+} // namespace gdrpipe::pipeline

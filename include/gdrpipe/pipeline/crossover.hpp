@@ -1,0 +1,72 @@
+// The direct/staged threshold per (local device, remote device) pair, for the
+// engine's PATH=auto with thresh == GP_THRESH_AUTO (docs/crossover.md,
+// "In the plugin").
+//
+// The first transfer of a pair obtains the crossover: from the on-disk cache
+// when valid, else by calibrating now between the two devices with the
+// CudaProber (the one gdrpipe-calibrate uses), serialized across processes by
+// a lock file beside the cache. The result is process-wide, kept for the
+// process's lifetime and logged once at INFO level. When the direct path is
+// impossible (remote device not visible, no peer access) nothing is measured:
+// staged. A failed calibration stores nothing and falls back to kFallback.
+#pragma once
+#include "gdrpipe/model/shared_obtain.hpp"
+#include "gdrpipe/model/types.hpp"
+
+#include <cstddef>
+#include <string>
+
+namespace gdrpipe::pipeline {
+
+struct CrossoverConfig {
+    model::CalibMode mode = model::CalibMode::automatic;
+    std::string dir;               // "": CalibCache::default_dir()
+    double budget_s = 0.5;
+    double wait_s = 10.0;
+    std::size_t max_bytes = std::size_t{64} << 20;
+    // force: cache entries written at or after this wall-clock time count as
+    // this run's (the engine sets it to its process's first engine creation)
+    double fresh_after = 0.0;
+};
+
+enum class PairOrigin : int {
+    measured = 0,  // calibrated now by this process
+    cache,         // read from the cache
+    fallback,      // calibration failed / timed out / off without an entry
+    same_device,   // both buffers on one GPU: direct
+    no_peer        // remote device invisible or no peer access: staged
+};
+const char *pair_origin_name(PairOrigin o) noexcept;
+
+struct PairChoice {
+    int local_dev = -1;
+    int remote_dev = -1;
+    std::size_t thresh = model::kNever; // staged from this size on
+    std::size_t model_thresh = model::kNever; // the calibration's own crossing
+    bool have_pipeline = false;         // `pipeline` was calibrated
+    model::PipelineParams pipeline;
+    PairOrigin origin = PairOrigin::fallback;
+    std::string cache_path; // origin cache / measured (stored there when stored)
+    double took_ms = 0.0;   // measuring (measured) or waiting for the lock
+    std::string label;      // "GPU 1a2b3c4d->5e6f7a8b"
+    std::string describe() const; // "= 41380 B (measured now in 312 ms)"
+};
+
+// Threshold used when no measurement is available: direct wherever it works
+// (the previous fixed default, right for NVLink pairs).
+inline constexpr std::size_t kFallbackThresh = model::kNever;
+
+// The choice for a pair (both ordinals valid and different, peer access
+// possible), obtained once per process. Thread-safe; the reference stays valid.
+const PairChoice &pair_choice(int local_dev, int remote_dev, const CrossoverConfig &cfg);
+
+// Same as the CLI's key, so gdrpipe-calibrate fills the plugin's cache.
+model::CalibKey device_pair_key(int dev_a, int dev_b /* < 0: host memory */, bool peer);
+
+// "GPU-xxxxxxxx-xxxx-..." of an ordinal ("" when invalid).
+std::string gpu_uuid_string(int ordinal);
+
+// Forgets every pair (tests).
+void reset_pair_choices();
+
+} // namespace gdrpipe::pipeline

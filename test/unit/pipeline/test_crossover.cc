@@ -1,0 +1,217 @@
+// THRESH=auto in the engine: the crossover of a (local, remote) device pair is
+// measured at its first transfer, cached on disk, read back by the next
+// process, skipped where the direct path is impossible, and replaced by the
+// fallback when calibration is off and nothing is cached.
+#include "server.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+using namespace pt;
+namespace fs = std::filesystem;
+
+namespace {
+
+const size_t kKiB = size_t(1) << 10;
+const size_t kMiB = size_t(1) << 20;
+
+// peer copies at 0.5 GB/s, staging at 20 GB/s per stage (bounded by the real
+// memcpy of the simulator, a few GB/s): direct for small, staged for large
+const char *const kCrossTopo =
+    "h2d=5us:20GBps,d2h=5us:20GBps,d2d=5us:200GBps,peer=5us:0.5GBps,nopeer=20us:1GBps,p2p=all";
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char tmpl[] = "/tmp/gdrpipe-xover-test-XXXXXX";
+        const char *p = ::mkdtemp(tmpl);
+        REQUIRE(p != nullptr);
+        path = p;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+gp_xfer_config_t auto_config(const std::string &dir, int mode = GP_CALIB_AUTO) {
+    gp_xfer_config_t c = config(GP_PATH_AUTO, GP_THRESH_AUTO, 0, 0);
+    c.calibrate = mode;
+    static std::string keep;
+    keep = dir;
+    c.calib_dir = keep.c_str();
+    c.calib_budget_s = 0.5;
+    c.calib_max_size = 16 * kMiB;
+    return c;
+}
+
+std::vector<std::string> cache_files(const std::string &dir) {
+    std::vector<std::string> v;
+    std::error_code ec;
+    for (const auto &e : fs::directory_iterator(dir, ec)) {
+        const std::string n = e.path().filename().string();
+        if (n.rfind("crossover-", 0) == 0 && n.size() > 4 && n.substr(n.size() - 4) == ".txt") v.push_back(n);
+    }
+    return v;
+}
+
+#define SKIP_WITHOUT_SIM()                                                     \
+    do {                                                                       \
+        if (!sim_present()) {                                                  \
+            WARN("cudasim libcuda.so.1 not available: skipping");              \
+            SUCCEED();                                                         \
+            return;                                                            \
+        }                                                                      \
+        setenv("GDRPIPE_SIM_DEVICES", "2", 1);                                 \
+    } while (0)
+
+int serve_b(Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); }
+
+} // namespace
+
+TEST_CASE("auto threshold: measured at the first transfer, cached, read back", "[pipeline][sim][crossover]") {
+    SKIP_WITHOUT_SIM();
+    setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
+    TempDir td;
+    const std::string dir = td.path;
+    auto first = [dir](Node &n) -> int {
+        if (int rc = node_setup(n, {auto_config(dir)})) return rc;
+        PT_CHECK(get_put(n, 0, kDev0, kDev1, kKiB, 1) == 0);
+        auto s = n.eng()->stats();
+        PT_CHECK(s.direct.xfers == 2 && s.staged.xfers == 0);
+        PT_CHECK(get_put(n, 0, kDev0, kDev1, 16 * kMiB, 2) == 0);
+        s = n.eng()->stats();
+        std::string report = n.eng()->format_stats();
+        std::fprintf(stderr, "%s\n", report.c_str());
+        PT_CHECK(s.staged.xfers == 2);
+        PT_CHECK(s.failed == 0);
+        PT_CHECK(report.find("crossover for GPU") != std::string::npos);
+        PT_CHECK(report.find("measured now") != std::string::npos);
+        PT_CHECK(report.find("direct=2 staged=2") != std::string::npos);
+        PT_CHECK(cache_files(dir).size() == 1);
+        // the calibrated pipeline shape became the shape of the staging rings
+        std::FILE *f = std::fopen((dir + "/" + cache_files(dir)[0]).c_str(), "r");
+        PT_CHECK(f != nullptr);
+        char line[256];
+        size_t chunk = 0;
+        unsigned depth = 0;
+        while (std::fgets(line, sizeof(line), f) != nullptr) {
+            if (std::sscanf(line, "pipeline %zu %u", &chunk, &depth) == 2) break;
+        }
+        std::fclose(f);
+        PT_CHECK(chunk >= 64 * kKiB && depth >= 1);
+        // ... unless it was not clearly faster than the default, 2 MiB x 4
+        const bool kept = report.find("staged pipeline: default") == std::string::npos &&
+                          !(chunk == 2 * kMiB && depth == 4);
+        char want[128];
+        if (kept) std::snprintf(want, sizeof(want), ": %zu B x %u (calibrated)", chunk, depth);
+        else std::snprintf(want, sizeof(want), ": %zu B x %u (configured)", 2 * kMiB, 4u);
+        std::fprintf(stderr, "calibrated shape %zu x %u %s\n", chunk, depth, kept ? "applied" : "not applied");
+        PT_CHECK(report.find(want) != std::string::npos);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(first, serve_b, 90) == "");
+    const std::vector<std::string> files = cache_files(dir);
+    REQUIRE(files.size() == 1);
+    const auto mtime = fs::last_write_time(dir + "/" + files[0]);
+
+    // a new process reads the cache and measures nothing
+    auto second = [dir](Node &n) -> int {
+        if (int rc = node_setup(n, {auto_config(dir)})) return rc;
+        PT_CHECK(get_put(n, 0, kDev0, kDev1, 16 * kMiB, 3) == 0);
+        PT_CHECK(get_put(n, 0, kDev0, kDev1, kKiB, 4) == 0);
+        std::string report = n.eng()->format_stats();
+        PT_CHECK(report.find("from cache " + dir) != std::string::npos);
+        PT_CHECK(report.find("direct=2 staged=2") != std::string::npos);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(second, serve_b, 60) == "");
+    CHECK(fs::last_write_time(dir + "/" + files[0]) == mtime);
+
+    // force: measured again (the entry predates the process)
+    auto forced = [dir](Node &n) -> int {
+        if (int rc = node_setup(n, {auto_config(dir, GP_CALIB_FORCE)})) return rc;
+        PT_CHECK(get_put(n, 0, kDev0, kDev1, kKiB, 5) == 0);
+        PT_CHECK(n.eng()->format_stats().find("measured now") != std::string::npos);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(forced, serve_b, 60) == "");
+    CHECK(fs::last_write_time(dir + "/" + files[0]) != mtime);
+    unsetenv("GDRPIPE_SIM_TOPO");
+}
+
+TEST_CASE("auto threshold: an explicit pipeline shape is kept", "[pipeline][sim][crossover]") {
+    SKIP_WITHOUT_SIM();
+    setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
+    TempDir td;
+    const std::string dir = td.path;
+    auto a = [dir](Node &n) -> int {
+        gp_xfer_config_t c = auto_config(dir);
+        c.chunk_size = 192 * kKiB;
+        c.depth = 3;
+        if (int rc = node_setup(n, {c})) return rc;
+        PT_CHECK(get_put(n, 0, kDev0, kDev1, 16 * kMiB, 1) == 0);
+        std::string report = n.eng()->format_stats();
+        PT_CHECK(report.find("measured now") != std::string::npos);
+        PT_CHECK(report.find(": 196608 B x 3 (configured)") != std::string::npos);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(a, serve_b, 60) == "");
+    unsetenv("GDRPIPE_SIM_TOPO");
+}
+
+TEST_CASE("auto threshold: no peer access means staged, nothing measured", "[pipeline][sim][crossover]") {
+    SKIP_WITHOUT_SIM();
+    setenv("GDRPIPE_SIM_TOPO", "nopeer", 1);
+    TempDir td;
+    const std::string dir = td.path;
+    auto a = [dir](Node &n) -> int {
+        if (int rc = node_setup(n, {auto_config(dir)})) return rc;
+        PT_CHECK(get_put(n, 0, kDev0, kDev1, kKiB, 1) == 0);
+        auto s = n.eng()->stats();
+        PT_CHECK(s.direct.xfers == 0 && s.staged.xfers == 2);
+        PT_CHECK(s.fallbacks == 0); // staged by choice, not after a failed direct attempt
+        std::string report = n.eng()->format_stats();
+        PT_CHECK(report.find("no peer access") != std::string::npos);
+        // same device: direct, no measurement either
+        PT_CHECK(get_put(n, 0, kDev0, kDev0, 16 * kMiB, 2) == 0);
+        PT_CHECK(n.eng()->stats().direct.xfers == 2);
+        PT_CHECK(n.eng()->format_stats().find("same device") != std::string::npos);
+        PT_CHECK(cache_files(dir).empty());
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(a, serve_b, 60) == "");
+    unsetenv("GDRPIPE_SIM_TOPO");
+}
+
+TEST_CASE("auto threshold: calibration off without a cached entry uses the fallback", "[pipeline][sim][crossover]") {
+    SKIP_WITHOUT_SIM();
+    setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
+    TempDir td;
+    const std::string dir = td.path;
+    auto a = [dir](Node &n) -> int {
+        if (int rc = node_setup(n, {auto_config(dir, GP_CALIB_OFF)})) return rc;
+        PT_CHECK(get_put(n, 0, kDev0, kDev1, 16 * kMiB, 1) == 0);
+        auto s = n.eng()->stats();
+        PT_CHECK(s.direct.xfers == 2); // fallback: direct wherever it works
+        PT_CHECK(n.eng()->format_stats().find("fallback") != std::string::npos);
+        PT_CHECK(cache_files(dir).empty());
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(a, serve_b, 60) == "");
+    unsetenv("GDRPIPE_SIM_TOPO");
+}
