@@ -121,6 +121,12 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "depth (see CHUNK_SIZE), else 4.",
      ucs_offsetof(gdrpipe_iface_config_t, depth), UCS_CONFIG_TYPE_ULUNITS},
 
+    {"SYNC_COPY_MAX", "16k",
+     "Direct-path copies up to this size use the driver's synchronous copy\n"
+     "(cuMemcpy) and complete at once; larger ones are asynchronous and overlap.\n"
+     "0: always asynchronous.",
+     ucs_offsetof(gdrpipe_iface_config_t, sync_copy_max), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"RCACHE_MAX_REGIONS", "4096",
      "Bound of each pinned-region cache (IPC exports, imports) in regions.",
      ucs_offsetof(gdrpipe_iface_config_t, cache_max_regions), UCS_CONFIG_TYPE_UINT},

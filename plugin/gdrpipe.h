@@ -57,6 +57,7 @@ typedef struct gdrpipe_iface_config {
     double             calib_budget; /* seconds */
     double             calib_wait;   /* seconds */
     size_t             calib_max_size;
+    size_t             sync_copy_max; /* synchronous direct copies up to this size */
     unsigned           cache_max_regions;
     size_t             cache_max_bytes;
     int                stats;        /* print data-path counters at close */

@@ -139,6 +139,8 @@ typedef struct gp_xfer_config {
     double calib_budget_s;    /* 0: 0.5 s */
     double calib_wait_s;      /* wait for another process's calibration; 0: 10 s */
     size_t calib_max_size;    /* largest size measured; 0: 64 MiB */
+    size_t sync_copy_max;     /* direct copies up to this size use the driver's
+                                 synchronous copy (0: never) */
 } gp_xfer_config_t;
 
 /* Registration of local memory for peers (process-wide, cached): fills the

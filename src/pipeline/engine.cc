@@ -38,11 +38,6 @@ constexpr unsigned kSlotOwner = 3;
 // copy engine, several let copies of consecutive messages run side by side.
 constexpr unsigned kDirectSlots[] = {1, 5, 6, 7};
 constexpr unsigned kNumDirectSlots = sizeof(kDirectSlots) / sizeof(kDirectSlots[0]);
-// Direct copies up to this size are done with the driver's synchronous copy
-// (about 2 us less latency than an async copy plus completion polling on the
-// H200 pair: bench/RESULTS.md, gdrpipe_physref "single"); larger ones are
-// asynchronous so that messages in flight overlap.
-constexpr size_t kSyncDirectMax = size_t(16) << 10;
 // calibrated pipeline shapes are capped at this many bytes per ring
 constexpr size_t kMaxCalibratedRing = size_t{32} << 20;
 
@@ -462,7 +457,12 @@ struct XferEngine::Impl {
     // Issues the direct copies of `x` between its local memory and `ptr`.
     // Small single-buffer device transfers complete before this returns.
     cuda::Status copy_direct(Xfer *x, char *ptr, int remote_dev) {
-        if (x->len <= kSyncDirectMax && x->mem.segs.size() == 1 && x->mem.segs[0].dev >= 0) {
+        // cfg.sync_copy_max: the synchronous driver copy measured up to 2 us
+        // faster than an async copy plus completion polling for small copies
+        // on the H200 pair (gdrpipe_physref "single"); larger copies stay
+        // asynchronous so that messages in flight overlap
+        if (x->len <= cfg.sync_copy_max && x->mem.segs.size() == 1 &&
+            x->mem.segs[0].dev >= 0) {
             const LocalSeg &s = x->mem.segs[0];
             cuda::CopyOptions opt;
             opt.device = s.dev;
