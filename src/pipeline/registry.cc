@@ -74,23 +74,34 @@ std::shared_ptr<PoolExport> export_pool(CUmemoryPool pool, CUresult *r) {
     return pe;
 }
 
+// Whether `pool` is the default pool of `device` (cuMemAllocAsync,
+// cudaMallocAsync): never exportable, no export attempt needed.
+bool is_default_pool(CUmemoryPool pool, int device) {
+    const auto &api = cuda::driver().api();
+    CUdevice dev = 0;
+    CUmemoryPool def = nullptr;
+    return api.cuDeviceGet(&dev, device) == CUDA_SUCCESS &&
+           api.cuDeviceGetDefaultMemPool(&def, dev) == CUDA_SUCCESS && def == pool;
+}
+
 // Pool memory: the pool's fd plus the pointer's export data, when the pool
-// was created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.
+// was created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR. Pools have no
+// attribute for their handle types: the pool export itself is the test.
 void export_pool_ptr(Export &e, const cuda::MemInfo &mi, uintptr_t addr) {
     const auto &api = cuda::driver().api();
-    unsigned long long types = 0;
-    CUresult r = api.cuPointerGetAttribute(&types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
-                                           CUdeviceptr(addr));
-    if (r == CUDA_SUCCESS && (types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0) {
-        GP_DEBUG("export %#lx: pool %p not created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR "
-                 "(as the default pool of cudaMallocAsync): staged only",
-                 addr, static_cast<void *>(mi.mempool));
+    if (is_default_pool(mi.mempool, mi.device)) {
+        GP_DEBUG("export %#lx: default pool of device %d (cuMemAllocAsync/cudaMallocAsync), "
+                 "not exportable: staged only",
+                 addr, mi.device);
         return;
     }
+    CUresult r = CUDA_SUCCESS;
     auto pe = export_pool(mi.mempool, &r);
     if (!pe) {
-        GP_DEBUG("export %#lx: pool %p: cuMemPoolExportToShareableHandle: %s (staged only)", addr,
-                 static_cast<void *>(mi.mempool), cuda::describe(r).c_str());
+        GP_DEBUG("export %#lx: pool %p not exportable (created without "
+                 "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR?): "
+                 "cuMemPoolExportToShareableHandle: %s: staged only",
+                 addr, static_cast<void *>(mi.mempool), cuda::describe(r).c_str());
         return;
     }
     r = api.cuMemPoolExportPointer(&e.pool_ptr, CUdeviceptr(addr));

@@ -14,6 +14,13 @@ const size_t kMiB = size_t(1) << 20;
 
 gdrpipe::pipeline::XferStats stats_of(Node &n) { return n.eng()->stats(); }
 
+// The simulator reuses pool blocks and fd numbers deterministically; a real
+// driver may not (the checks that depend on it are the simulator's only).
+bool on_sim() {
+    const char *p = std::getenv("UCX_GDRPIPE_CUDA_LIB");
+    return p != nullptr && std::strstr(p, "cudasim") != nullptr;
+}
+
 } // namespace
 
 TEST_CASE("pool memory: exportable pool direct, default pool staged", "[pipeline][sim][pool]") {
@@ -88,7 +95,7 @@ int pool_realloc(Node &n) {
     auto s = stats_of(n);
     std::fprintf(stderr, "pool realloc: %d of %d at the previous address; %s\n", same, iters,
                  gdrpipe::pipeline::format_stats(s).c_str());
-    PT_CHECK(same == iters - 1);
+    PT_CHECK(same == iters - 1 || (!on_sim() && same > 0));
     PT_CHECK(s.direct.xfers == uint64_t(2 * iters) && s.fallbacks == 0);
     PT_CHECK(quit(n));
     node_teardown(n);
@@ -138,7 +145,7 @@ TEST_CASE("pool memory: a new pool behind a reused pool fd number is imported an
         PT_CHECK(r.addr + (64 << 10) <= keep.addr || r.addr >= keep.addr + 4096);
         std::fprintf(stderr, "pool fd: old %d, new %d\n", int(keep.rkey.handle_fd),
                      int(r.rkey.handle_fd));
-        PT_CHECK(r.rkey.handle_fd == keep.rkey.handle_fd);
+        PT_CHECK(r.rkey.handle_fd == keep.rkey.handle_fd || !on_sim());
         Buf l2;
         PT_CHECK(buf_alloc(l2, kDev1, 64 << 10));
         PT_CHECK(buf_zero(l2));
