@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define GP_XSTR(_x) GP_STR(_x)
 #define GP_STR(_x)  #_x
@@ -26,11 +27,22 @@
     _F(cuMemcpyHtoD)                                                           \
     _F(cuMemcpyDtoH)
 
+/* stream-ordered allocation (GP_DEVMEM_ASYNC / GP_DEVMEM_POOL only) */
+#define GP_DEVMEM_POOL_FUNCS(_F)                                               \
+    _F(cuMemAllocAsync)                                                        \
+    _F(cuMemAllocFromPoolAsync)                                                \
+    _F(cuMemFreeAsync)                                                         \
+    _F(cuMemPoolCreate)                                                        \
+    _F(cuMemPoolDestroy)
+
 static struct {
 #define GP_DEVMEM_FIELD(_n) __typeof__(&_n) _n;
     GP_DEVMEM_FUNCS(GP_DEVMEM_FIELD)
+    GP_DEVMEM_POOL_FUNCS(GP_DEVMEM_FIELD)
 #undef GP_DEVMEM_FIELD
     void *lib;
+    gp_devmem_alloc_t mode;
+    CUmemoryPool pool; /* GP_DEVMEM_POOL: the exportable pool */
     int ready;
     int device;
     int count;
@@ -93,6 +105,9 @@ int gp_devmem_init(int device, int local_rank)
         return -1;                                                             \
     }
     GP_DEVMEM_FUNCS(GP_DEVMEM_LOAD)
+    if (g_cu.mode != GP_DEVMEM_MEM) {
+        GP_DEVMEM_POOL_FUNCS(GP_DEVMEM_LOAD)
+    }
 #undef GP_DEVMEM_LOAD
 
     if (GP_CU_CALL("cuInit", g_cu.cuInit(0)) != CUDA_SUCCESS ||
@@ -140,21 +155,81 @@ void gp_devmem_fini(void)
     if (!g_cu.ready) {
         return;
     }
+    if (g_cu.pool != NULL) {
+        g_cu.cuCtxSynchronize();
+        GP_CU_CALL("cuMemPoolDestroy", g_cu.cuMemPoolDestroy(g_cu.pool));
+        g_cu.pool = NULL;
+    }
     g_cu.cuCtxSetCurrent(NULL);
     g_cu.cuDevicePrimaryCtxRelease(g_cu.dev);
     g_cu.ready = 0;
     /* the library stays loaded: a transport may still hold pointers into it */
 }
 
+int gp_devmem_alloc_parse(const char *s)
+{
+    static const char *const names[] = {"mem", "async", "pool"};
+    for (int i = 0; i < 3; ++i) {
+        if (strcmp(s, names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+int gp_devmem_set_alloc(gp_devmem_alloc_t mode)
+{
+    if (g_cu.ready) {
+        fprintf(stderr, "devmem: allocation mode set after init\n");
+        return -1;
+    }
+    g_cu.mode = mode;
+    return 0;
+}
+
+static int gp_devmem_pool_init(void)
+{
+    CUmemPoolProps props;
+    if (g_cu.pool != NULL) {
+        return 0;
+    }
+    memset(&props, 0, sizeof(props));
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = g_cu.device;
+    return GP_CU_CALL("cuMemPoolCreate", g_cu.cuMemPoolCreate(&g_cu.pool, &props)) ==
+                   CUDA_SUCCESS
+               ? 0
+               : -1;
+}
+
 void *gp_devmem_alloc(size_t len)
 {
     CUdeviceptr d = 0;
+    CUresult r;
     if (!g_cu.ready) {
         fprintf(stderr, "devmem: alloc before init\n");
         return NULL;
     }
-    if (GP_CU_CALL("cuMemAlloc", g_cu.cuMemAlloc(&d, len ? len : 1)) !=
-        CUDA_SUCCESS) {
+    len = len ? len : 1;
+    switch (g_cu.mode) {
+    case GP_DEVMEM_ASYNC:
+        r = GP_CU_CALL("cuMemAllocAsync", g_cu.cuMemAllocAsync(&d, len, NULL));
+        break;
+    case GP_DEVMEM_POOL:
+        if (gp_devmem_pool_init() != 0) {
+            return NULL;
+        }
+        r = GP_CU_CALL("cuMemAllocFromPoolAsync",
+                       g_cu.cuMemAllocFromPoolAsync(&d, len, g_cu.pool, NULL));
+        break;
+    default:
+        r = GP_CU_CALL("cuMemAlloc", g_cu.cuMemAlloc(&d, len));
+        return r == CUDA_SUCCESS ? (void *)(uintptr_t)d : NULL;
+    }
+    if (r != CUDA_SUCCESS ||
+        GP_CU_CALL("cuCtxSynchronize", g_cu.cuCtxSynchronize()) != CUDA_SUCCESS) {
         return NULL;
     }
     return (void *)(uintptr_t)d;
@@ -162,9 +237,15 @@ void *gp_devmem_alloc(size_t len)
 
 void gp_devmem_free(void *dptr)
 {
-    if (dptr != NULL && g_cu.ready) {
-        GP_CU_CALL("cuMemFree", g_cu.cuMemFree((CUdeviceptr)(uintptr_t)dptr));
+    if (dptr == NULL || !g_cu.ready) {
+        return;
     }
+    if (g_cu.mode == GP_DEVMEM_MEM) {
+        GP_CU_CALL("cuMemFree", g_cu.cuMemFree((CUdeviceptr)(uintptr_t)dptr));
+        return;
+    }
+    GP_CU_CALL("cuMemFreeAsync", g_cu.cuMemFreeAsync((CUdeviceptr)(uintptr_t)dptr, NULL));
+    GP_CU_CALL("cuCtxSynchronize", g_cu.cuCtxSynchronize());
 }
 
 int gp_devmem_memset(void *dptr, uint8_t value, size_t len)

@@ -28,8 +28,20 @@ int gp_devmem_count(void);
 /* Release the primary context (allocations must be freed first). */
 void gp_devmem_fini(void);
 
-void *gp_devmem_alloc(size_t len);            /* cuMemAlloc_v2; len 0 -> 1 */
-void gp_devmem_free(void *dptr);               /* cuMemFree_v2 */
+/* How gp_devmem_alloc allocates (process-wide; set before gp_devmem_init):
+ *   GP_DEVMEM_MEM    cuMemAlloc_v2 (the default)
+ *   GP_DEVMEM_ASYNC  cuMemAllocAsync: the device's default pool (not
+ *                    exportable to other processes)
+ *   GP_DEVMEM_POOL   cuMemAllocFromPoolAsync from a pool of this process
+ *                    created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+ * Stream-ordered allocations are synchronised before they are returned. */
+typedef enum { GP_DEVMEM_MEM = 0, GP_DEVMEM_ASYNC = 1, GP_DEVMEM_POOL = 2 } gp_devmem_alloc_t;
+/* "mem"/"async"/"pool" -> mode; -1 if unknown */
+int gp_devmem_alloc_parse(const char *s);
+int gp_devmem_set_alloc(gp_devmem_alloc_t mode); /* -1 after init */
+
+void *gp_devmem_alloc(size_t len);            /* per the mode above; len 0 -> 1 */
+void gp_devmem_free(void *dptr);               /* cuMemFree_v2 / cuMemFreeAsync */
 /* cuMemsetD8_v2 followed by cuCtxSynchronize (so a send right after it
  * reads the new contents whatever stream the transport uses). */
 int gp_devmem_memset(void *dptr, uint8_t value, size_t len);

@@ -407,7 +407,10 @@ struct XferEngine::Impl {
 
     // Direct path set-up and issue; false: not possible (fall back to staged).
     bool try_direct(Xfer *x) {
-        if (x->rkey.kind != GP_RKEY_CUDA_IPC && x->rkey.kind != GP_RKEY_CUDA_VMM) return false;
+        if (x->rkey.kind != GP_RKEY_CUDA_IPC && x->rkey.kind != GP_RKEY_CUDA_VMM &&
+            x->rkey.kind != GP_RKEY_CUDA_POOL) {
+            return false;
+        }
         if (!cuda::driver().available()) return false;
         const bool loopback = x->rkey.pid == ::getpid();
         int remote_dev = loopback ? x->rkey.device : device_by_uuid(x->rkey.dev_uuid);

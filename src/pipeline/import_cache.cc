@@ -3,18 +3,38 @@
 
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/log.hpp"
+#include "gdrpipe/wire/peer_fd.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 namespace gdrpipe::pipeline {
+
+// A peer's memory pool imported here (cuMemPoolImportFromShareableHandle),
+// shared by the imports of its pointers; destroyed with the last of them.
+struct ImportedPool {
+    CUmemoryPool pool = nullptr;
+    int fd = -1;           // our copy of the owner's pool fd (identity check)
+    uint64_t access = 0;   // local devices granted access (bit = ordinal)
+    ~ImportedPool() {
+        if (pool != nullptr && cuda::driver().available()) {
+            CUresult r = cuda::driver().api().cuMemPoolDestroy(pool);
+            if (r != CUDA_SUCCESS) {
+                GP_DEBUG("import cache: destroying imported pool %p: %s",
+                         static_cast<void *>(pool), cuda::describe(r).c_str());
+            }
+        }
+        if (fd >= 0) ::close(fd);
+    }
+};
+
 namespace {
 
 struct PinCtx {
+    cache::SpaceId space;
     const gp_rkey_t *rkey;
     int device;
 };
@@ -41,13 +61,9 @@ cache::Result<cache::Payload> open_ipc(const gp_rkey_t &k, int dev) {
 
 cache::Result<cache::Payload> open_vmm(const gp_rkey_t &k, int dev) {
     const auto &api = cuda::driver().api();
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(k.pid), int(k.handle_fd));
-    int fd = ::open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return cache::make_cache_error(0, std::string("open ") + path + ": " + std::strerror(errno));
-    }
+    std::string err;
+    int fd = wire::open_peer_fd(k.pid, k.handle_fd, &err);
+    if (fd < 0) return cache::make_cache_error(0, "VMM handle: " + err);
     CUmemGenericAllocationHandle h = 0;
     CUresult r = api.cuMemImportFromShareableHandle(
         &h, reinterpret_cast<void *>(intptr_t(fd)), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
@@ -86,6 +102,71 @@ cache::Result<cache::Payload> open_vmm(const gp_rkey_t &k, int dev) {
     return cache::Payload(imp);
 }
 
+// Imported pools by (peer, the owner's pool fd number). An entry is reused
+// only while the owner's fd is still the same open file as ours (a pool fd
+// closed and its number reused for another pool gives a new import).
+std::mutex g_pool_mu;
+std::map<std::pair<cache::SpaceId, int>, std::weak_ptr<ImportedPool>> g_pools;
+
+cache::Result<std::shared_ptr<ImportedPool>> import_pool(cache::SpaceId space, const gp_rkey_t &k,
+                                                          int dev) {
+    const auto &api = cuda::driver().api();
+    std::lock_guard<std::mutex> g(g_pool_mu);
+    auto &slot = g_pools[{space, int(k.handle_fd)}];
+    std::shared_ptr<ImportedPool> ip = slot.lock();
+    if (ip && wire::same_peer_file(k.pid, k.handle_fd, ip->fd) != 1) ip.reset();
+    if (!ip) {
+        for (auto it = g_pools.begin(); it != g_pools.end();) { // forget released pools
+            it = (it->second.expired() && &it->second != &slot) ? g_pools.erase(it)
+                                                                 : std::next(it);
+        }
+        std::string err;
+        int fd = wire::open_peer_fd(k.pid, k.handle_fd, &err);
+        if (fd < 0) return cache::make_cache_error(0, "pool handle: " + err);
+        ip = std::make_shared<ImportedPool>();
+        ip->fd = fd;
+        CUresult r = api.cuMemPoolImportFromShareableHandle(
+            &ip->pool, reinterpret_cast<void *>(intptr_t(fd)),
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+        if (r != CUDA_SUCCESS) {
+            ip->pool = nullptr;
+            return cuda_error(r, "cuMemPoolImportFromShareableHandle");
+        }
+        slot = ip;
+    }
+    if (dev >= 0 && dev < 64 && (ip->access & (uint64_t{1} << dev)) == 0) {
+        CUmemAccessDesc acc{};
+        acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        acc.location.id = dev;
+        acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        CUresult r = api.cuMemPoolSetAccess(ip->pool, &acc, 1);
+        // the pool's own device has access anyway (and may refuse the call)
+        if (r != CUDA_SUCCESS && device_by_uuid(k.dev_uuid) != dev) {
+            return cuda_error(r, "cuMemPoolSetAccess");
+        }
+        ip->access |= uint64_t{1} << dev;
+    }
+    return ip;
+}
+
+cache::Result<cache::Payload> open_pool(cache::SpaceId space, const gp_rkey_t &k, int dev) {
+    auto ip = import_pool(space, k, dev);
+    if (!ip) return ip.error();
+    CUmemPoolPtrExportData data;
+    static_assert(sizeof(data) == sizeof(k.handle), "pool export data size");
+    std::memcpy(&data, k.handle, sizeof(data));
+    CUdeviceptr p = 0;
+    CUresult r = cuda::driver().api().cuMemPoolImportPointer(&p, ip.value()->pool, &data);
+    if (r != CUDA_SUCCESS) return cuda_error(r, "cuMemPoolImportPointer");
+    auto imp = std::make_shared<Import>();
+    imp->kind = GP_RKEY_CUDA_POOL;
+    imp->device = dev;
+    imp->ptr = uintptr_t(p);
+    imp->size = k.length;
+    imp->pool = std::move(ip.value());
+    return cache::Payload(imp);
+}
+
 cache::Result<cache::Payload> pin_import(const cache::RegionInfo &) {
     const PinCtx *c = t_ctx;
     if (c == nullptr) return cache::make_cache_error(cache::kErrInvalidArgument, "no rkey");
@@ -94,6 +175,7 @@ cache::Result<cache::Payload> pin_import(const cache::RegionInfo &) {
     switch (c->rkey->kind) {
     case GP_RKEY_CUDA_IPC: return open_ipc(*c->rkey, c->device);
     case GP_RKEY_CUDA_VMM: return open_vmm(*c->rkey, c->device);
+    case GP_RKEY_CUDA_POOL: return open_pool(c->space, *c->rkey, c->device);
     default: return cache::make_cache_error(cache::kErrInvalidArgument, "not importable");
     }
 }
@@ -110,6 +192,9 @@ void unpin_import(const cache::RegionInfo &ri, cache::Payload &&p) {
         r = api.cuMemUnmap(CUdeviceptr(imp->ptr), imp->vmm_reserved);
         api.cuMemAddressFree(CUdeviceptr(imp->ptr), imp->vmm_reserved);
         api.cuMemRelease(imp->vmm_handle);
+    } else if (imp->kind == GP_RKEY_CUDA_POOL) {
+        r = api.cuMemFree(CUdeviceptr(imp->ptr)); // before the pool goes
+        imp->pool.reset();
     }
     if (r != CUDA_SUCCESS) {
         GP_DEBUG("import cache: closing peer buffer %#lx: %s", ri.addr, cuda::describe(r).c_str());
@@ -162,7 +247,7 @@ cache::RegionCache &import_cache() {
 
 cache::Result<cache::RegionRef> import_buffer(cache::SpaceId space, const gp_rkey_t &rkey,
                                               int local_device) {
-    PinCtx c{&rkey, local_device};
+    PinCtx c{space, &rkey, local_device};
     t_ctx = &c;
     auto res = import_cache().get(space, rkey.base, rkey.length, rkey.buffer_id,
                                   cache::AddrRange{rkey.base, rkey.base + rkey.length});

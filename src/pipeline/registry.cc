@@ -14,6 +14,7 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 
 namespace gdrpipe::pipeline {
@@ -27,14 +28,91 @@ struct Registration {
 
 namespace {
 
+// A pool's POSIX-fd shareable handle, exported once per pool and kept open
+// while any region of the pool is in the export cache.
+struct PoolExport {
+    CUmemoryPool pool = nullptr;
+    int fd = -1;
+    ~PoolExport() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
 struct Export {
     uint16_t kind = GP_RKEY_CUDA_NONE;
     CUipcMemHandle ipc{};
     int fd = -1; // VMM: shareable handle, open in this process
+    std::shared_ptr<PoolExport> pool; // pool memory: the pool's fd
+    CUmemPoolPtrExportData pool_ptr{};
     ~Export() {
         if (fd >= 0) ::close(fd);
     }
 };
+
+std::mutex g_pool_mu;
+std::map<CUmemoryPool, std::weak_ptr<PoolExport>> g_pools; // pool -> its export
+
+// The export of `pool` (made on first use); null with *r set on failure.
+std::shared_ptr<PoolExport> export_pool(CUmemoryPool pool, CUresult *r) {
+    std::lock_guard<std::mutex> g(g_pool_mu);
+    auto &slot = g_pools[pool];
+    if (auto pe = slot.lock()) return pe;
+    int fd = -1;
+    *r = cuda::driver().api().cuMemPoolExportToShareableHandle(
+        &fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    if (*r != CUDA_SUCCESS) {
+        g_pools.erase(pool);
+        return nullptr;
+    }
+    auto pe = std::make_shared<PoolExport>();
+    pe->pool = pool;
+    pe->fd = fd;
+    slot = pe;
+    for (auto it = g_pools.begin(); it != g_pools.end();) { // forget expired pools
+        it = it->second.expired() ? g_pools.erase(it) : std::next(it);
+    }
+    return pe;
+}
+
+// Whether `pool` is the default pool of `device` (cuMemAllocAsync,
+// cudaMallocAsync): never exportable, no export attempt needed.
+bool is_default_pool(CUmemoryPool pool, int device) {
+    const auto &api = cuda::driver().api();
+    CUdevice dev = 0;
+    CUmemoryPool def = nullptr;
+    return api.cuDeviceGet(&dev, device) == CUDA_SUCCESS &&
+           api.cuDeviceGetDefaultMemPool(&def, dev) == CUDA_SUCCESS && def == pool;
+}
+
+// Pool memory: the pool's fd plus the pointer's export data, when the pool
+// was created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR. Pools have no
+// attribute for their handle types: the pool export itself is the test.
+void export_pool_ptr(Export &e, const cuda::MemInfo &mi, uintptr_t addr) {
+    const auto &api = cuda::driver().api();
+    if (is_default_pool(mi.mempool, mi.device)) {
+        GP_DEBUG("export %#lx: default pool of device %d (cuMemAllocAsync/cudaMallocAsync), "
+                 "not exportable: staged only",
+                 addr, mi.device);
+        return;
+    }
+    CUresult r = CUDA_SUCCESS;
+    auto pe = export_pool(mi.mempool, &r);
+    if (!pe) {
+        GP_DEBUG("export %#lx: pool %p not exportable (created without "
+                 "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR?): "
+                 "cuMemPoolExportToShareableHandle: %s: staged only",
+                 addr, static_cast<void *>(mi.mempool), cuda::describe(r).c_str());
+        return;
+    }
+    r = api.cuMemPoolExportPointer(&e.pool_ptr, CUdeviceptr(addr));
+    if (r != CUDA_SUCCESS) {
+        GP_DEBUG("export %#lx: cuMemPoolExportPointer: %s (staged only)", addr,
+                 cuda::describe(r).c_str());
+        return;
+    }
+    e.pool = std::move(pe);
+    e.kind = GP_RKEY_CUDA_POOL;
+}
 
 // What the pin callback needs beyond the range (set around get()).
 thread_local const cuda::MemInfo *t_pin_info = nullptr;
@@ -70,8 +148,9 @@ cache::Result<cache::Payload> pin_export(const cache::RegionInfo &ri) {
             GP_DEBUG("export %#lx: VMM export: %s (staged only)", ri.addr,
                      cuda::describe(r).c_str());
         }
+    } else if (mi->pool && mi->mempool != nullptr) {
+        export_pool_ptr(*e, *mi, ri.addr);
     }
-    // pool memory: staged only (GP_RKEY_CUDA_NONE) -- see docs/data-paths.md
     return cache::Payload(e);
 }
 
@@ -222,6 +301,11 @@ Registration *register_memory(void *addr, size_t len, uint64_t host_id, gp_rkey_
         rkey->buffer_id = mi.buffer_id;
         if (e->kind == GP_RKEY_CUDA_IPC) std::memcpy(rkey->handle, &e->ipc, sizeof(e->ipc));
         if (e->kind == GP_RKEY_CUDA_VMM) rkey->handle_fd = e->fd;
+        if (e->kind == GP_RKEY_CUDA_POOL) {
+            static_assert(sizeof(e->pool_ptr) == sizeof(rkey->handle), "pool export data size");
+            std::memcpy(rkey->handle, &e->pool_ptr, sizeof(rkey->handle));
+            rkey->handle_fd = e->pool->fd;
+        }
         if (const auto *p = cuda::devices().props(mi.device)) {
             std::memcpy(rkey->dev_uuid, p->uuid.bytes, sizeof(rkey->dev_uuid));
         }

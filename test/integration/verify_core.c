@@ -1,6 +1,8 @@
 /* See verify_core.h. */
 #include "verify_core.h"
 
+#include "devmem.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +15,8 @@
 static const size_t vx_primes[] = {7, 13, 7919, 104729, 1299709, 15485863};
 
 enum {
-    OPT_MAX = 256, OPT_REALLOC, OPT_ALLOC_BEFORE, OPT_INJECT, OPT_WINDOW_MAX
+    OPT_MAX = 256, OPT_REALLOC, OPT_ALLOC_BEFORE, OPT_INJECT, OPT_WINDOW_MAX,
+    OPT_CUDA_ALLOC
 };
 
 int vx_parse(vx_t *v, const char *prog, int argc, char **argv,
@@ -24,6 +27,7 @@ int vx_parse(vx_t *v, const char *prog, int argc, char **argv,
         {"max", required_argument, NULL, OPT_MAX},
         {"window-max", required_argument, NULL, OPT_WINDOW_MAX},
         {"realloc", no_argument, NULL, OPT_REALLOC},
+        {"cuda-alloc", required_argument, NULL, OPT_CUDA_ALLOC},
         {"alloc-before", no_argument, NULL, OPT_ALLOC_BEFORE},
         {"inject-corruption", no_argument, NULL, OPT_INJECT},
         {"kill-peer", no_argument, NULL, 'K'},
@@ -68,6 +72,14 @@ int vx_parse(vx_t *v, const char *prog, int argc, char **argv,
             }
             break;
         case OPT_REALLOC: v->o.realloc_phase = 1; break;
+        case OPT_CUDA_ALLOC: {
+            int m = gp_devmem_alloc_parse(optarg);
+            if (m < 0 || gp_devmem_set_alloc((gp_devmem_alloc_t)m) != 0) {
+                fprintf(stderr, "%s: --cuda-alloc takes mem, async or pool\n", prog);
+                return -1;
+            }
+            break;
+        }
         case OPT_ALLOC_BEFORE: v->o.alloc_before = 1; break;
         case OPT_INJECT: v->o.inject = 1; break;
         case 'h':
@@ -79,6 +91,9 @@ int vx_parse(vx_t *v, const char *prog, int argc, char **argv,
                    "  --window-max SIZE     largest size of the 64-in-flight phase "
                    "(default 256K)\n"
                    "  --realloc             add the free/re-allocate phase\n"
+                   "  --cuda-alloc MODE     device buffers from cuMemAlloc (mem, the\n"
+                   "                        default), the default pool (async) or an\n"
+                   "                        exportable pool (pool)\n"
                    "  --alloc-before        allocate buffers before the transport "
                    "is initialised\n"
                    "  --inject-corruption   self-test: corrupt one received byte "

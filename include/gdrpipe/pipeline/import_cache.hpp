@@ -1,8 +1,11 @@
-// Importer side: mappings of peers' GPU buffers (legacy IPC, VMM fd), kept in
+// Importer side: mappings of peers' GPU buffers (legacy IPC, VMM fd, pointer
+// of an exportable memory pool), kept in
 // a process-wide RegionCache. Space = the peer (pid + start time), address =
 // the peer's allocation base, tag = the rkey's BUFFER_ID: a peer buffer freed
 // and reallocated at the same address has a new BUFFER_ID, so the old mapping
-// is dropped (closed) and the new one opened -- never reused stale.
+// is dropped (closed) and the new one opened -- never reused stale. Pools are
+// imported once per (peer, owner's pool fd) and released with the last
+// pointer imported from them.
 #pragma once
 
 #include "gdrpipe/cache/region_cache.hpp"
@@ -12,17 +15,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace gdrpipe::pipeline {
 
+struct ImportedPool;
+
 struct Import {
-    uint16_t kind = 0;        // GP_RKEY_CUDA_IPC / GP_RKEY_CUDA_VMM
+    uint16_t kind = 0;        // GP_RKEY_CUDA_IPC / _VMM / _POOL
     int device = -1;          // local ordinal of the context that opened it
     uintptr_t ptr = 0;        // mapping of the peer allocation's base
     size_t size = 0;
     unsigned long long vmm_handle = 0;
     size_t vmm_reserved = 0;
+    std::shared_ptr<ImportedPool> pool; // GP_RKEY_CUDA_POOL: the imported pool
 };
 
 // Address space of a peer process in the import cache (never 0).
@@ -33,7 +40,7 @@ void import_cache_configure(size_t max_regions, size_t max_bytes);
 cache::RegionCache &import_cache();
 bool import_cache_exists() noexcept;
 
-// A mapping of the peer allocation described by `rkey` (kind IPC or VMM),
+// A mapping of the peer allocation described by `rkey` (kind IPC, VMM or POOL),
 // opened in device `local_device`'s context. The pointer for a remote address
 // a is payload->ptr + (a - rkey->base).
 cache::Result<cache::RegionRef> import_buffer(cache::SpaceId space, const gp_rkey_t &rkey,

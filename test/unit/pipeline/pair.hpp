@@ -37,6 +37,19 @@ inline bool sim_present() {
     return p != nullptr && p[0] == '/' && access(p, R_OK) == 0;
 }
 
+// In a TEST_CASE: skip unless the simulator is there; 2 devices, full peer
+// topology.
+#define SKIP_WITHOUT_SIM()                                                     \
+    do {                                                                       \
+        if (!sim_present()) {                                                  \
+            WARN("cudasim libcuda.so.1 not available: skipping");              \
+            SUCCEED();                                                         \
+            return;                                                            \
+        }                                                                      \
+        setenv("GDRPIPE_SIM_DEVICES", "2", 1);                                 \
+        unsetenv("GDRPIPE_SIM_TOPO");                                          \
+    } while (0)
+
 #define PT_CHECK(cond)                                                                  \
     do {                                                                                \
         if (!(cond)) {                                                                  \
@@ -46,8 +59,9 @@ inline bool sim_present() {
         }                                                                               \
     } while (0)
 
-// where memory lives
-enum Where : int { kHost = 0, kDev0 = 1, kDev1 = 2, kVmm0 = 3, kPool1 = 4 };
+// where memory lives (kPool1: the default pool of device 1, not exportable;
+// kXPool0: a pool of device 0 created with POSIX-fd handles, exportable)
+enum Where : int { kHost = 0, kDev0 = 1, kDev1 = 2, kVmm0 = 3, kPool1 = 4, kXPool0 = 5 };
 
 struct Buf {
     int where = kHost;
@@ -94,6 +108,39 @@ inline const gdrpipe::cuda::Api &api() { return gdrpipe::cuda::driver().api(); }
 
 inline int dev_of(int where) { return (where == kDev1 || where == kPool1) ? 1 : 0; }
 
+inline bool is_pool(int where) { return where == kPool1 || where == kXPool0; }
+
+// This process's exportable pool on device 0 (created on first use; the
+// caller holds device 0's context). xpool_reset() destroys it (every block
+// freed first) so that the next use creates a new one.
+inline CUmemoryPool &xpool_slot() {
+    static CUmemoryPool pool = nullptr;
+    return pool;
+}
+
+inline CUmemoryPool xpool() {
+    CUmemoryPool &p = xpool_slot();
+    if (p == nullptr) {
+        CUmemPoolProps props{};
+        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = 0;
+        if (api().cuMemPoolCreate(&p, &props) != CUDA_SUCCESS) p = nullptr;
+    }
+    return p;
+}
+
+inline bool xpool_reset() {
+    CUmemoryPool &p = xpool_slot();
+    if (p == nullptr) return true;
+    gdrpipe::cuda::ScopedContext sc(0);
+    api().cuCtxSynchronize();
+    bool ok = api().cuMemPoolDestroy(p) == CUDA_SUCCESS;
+    p = nullptr;
+    return ok;
+}
+
 inline bool buf_alloc(Buf &b, int where, size_t len) {
     b.where = where;
     b.len = len;
@@ -109,6 +156,11 @@ inline bool buf_alloc(Buf &b, int where, size_t len) {
         if (api().cuMemAlloc(&d, n) != CUDA_SUCCESS) return false;
     } else if (where == kPool1) {
         if (api().cuMemAllocAsync(&d, n, nullptr) != CUDA_SUCCESS) return false;
+        api().cuCtxSynchronize();
+    } else if (where == kXPool0) {
+        CUmemoryPool pool = xpool();
+        if (pool == nullptr) return false;
+        if (api().cuMemAllocFromPoolAsync(&d, n, pool, nullptr) != CUDA_SUCCESS) return false;
         api().cuCtxSynchronize();
     } else {
         CUmemAllocationProp prop{};
@@ -140,7 +192,7 @@ inline void buf_free(Buf &b) {
         CUdeviceptr d = reinterpret_cast<CUdeviceptr>(b.p);
         if (b.where == kDev0 || b.where == kDev1) {
             api().cuMemFree(d);
-        } else if (b.where == kPool1) {
+        } else if (is_pool(b.where)) {
             api().cuMemFreeAsync(d, nullptr);
             api().cuCtxSynchronize();
         } else {

@@ -8,7 +8,7 @@
 
 namespace pt {
 
-enum Op : int { kAlloc = 1, kCheck, kFree, kXfer, kStall, kStats, kQuit };
+enum Op : int { kAlloc = 1, kCheck, kFree, kXfer, kStall, kStats, kQuit, kPoolReset };
 
 struct Cmd {
     int op = 0;
@@ -93,6 +93,7 @@ inline int serve(Node &n) {
             n.send_all(&r, sizeof(r));
             ::sleep(60);
             return 3;
+        case kPoolReset: r.status = xpool_reset() ? 0 : -1; break;
         case kStats: {
             auto s = n.eng()->stats();
             r.value = s.ctrl_dropped;

@@ -20,17 +20,6 @@ std::vector<gp_xfer_config_t> three_engines() {
     return {config(GP_PATH_DIRECT), config(GP_PATH_STAGED), config(GP_PATH_AUTO, kMiB)};
 }
 
-#define SKIP_WITHOUT_SIM()                                                     \
-    do {                                                                       \
-        if (!sim_present()) {                                                  \
-            WARN("cudasim libcuda.so.1 not available: skipping");              \
-            SUCCEED();                                                         \
-            return;                                                            \
-        }                                                                      \
-        setenv("GDRPIPE_SIM_DEVICES", "2", 1);                                 \
-        unsetenv("GDRPIPE_SIM_TOPO");                                          \
-    } while (0)
-
 } // namespace
 
 TEST_CASE("rkeys: truncated or garbage keys are rejected", "[pipeline]") {
@@ -114,7 +103,7 @@ TEST_CASE("paths x directions x sizes x memory kinds", "[pipeline][sim]") {
                      gdrpipe::pipeline::format_stats(s).c_str(),
                      gdrpipe::pipeline::format_stats(au).c_str());
         PT_CHECK(d.direct.xfers > 0);
-        PT_CHECK(d.fallbacks > 0); // pool memory: staged only
+        PT_CHECK(d.fallbacks > 0); // default-pool memory: staged only
         PT_CHECK(s.direct.xfers == 0 && s.staged.xfers > 0);
         PT_CHECK(au.direct.xfers > 0 && au.staged.xfers > 0);
         PT_CHECK(d.failed == 0 && s.failed == 0 && au.failed == 0);
