@@ -57,15 +57,6 @@ std::vector<std::string> cache_files(const std::string &dir) {
     return v;
 }
 
-#define SKIP_WITHOUT_SIM()                                                     \
-    do {                                                                       \
-        if (!sim_present()) {                                                  \
-            WARN("cudasim libcuda.so.1 not available: skipping");              \
-            SUCCEED();                                                         \
-            return;                                                            \
-        }                                                                      \
-        setenv("GDRPIPE_SIM_DEVICES", "2", 1);                                 \
-    } while (0)
 
 int serve_b(Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); }
 
