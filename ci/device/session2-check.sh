@@ -9,9 +9,14 @@ step static-cudart-frees 60 .device/gpu-hooks/static_cudart_frees
 REAL=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
 # the CUDA side of GPUDirect RDMA (dma-buf export, write flush) on the real driver
 step gpudirect-real-driver 60 env UCX_GDRPIPE_CUDA_LIB=$REAL "$B/test/unit/cuda/test_cuda_sim" "[gpudirect]"
+# direct path for exportable stream-ordered pool memory; the default pool staged
+step pool-unit 120 env UCX_GDRPIPE_CUDA_LIB=$REAL "$B/test/unit/pipeline/test_pipeline" "[pool]"
+PRE="env LD_PRELOAD=$P UCX_TLS=gdrpipe,self UCX_GDRPIPE_PATH=direct"
+step pool-direct 120 $PRE bash test/integration/expect-path.sh direct $B/test/integration/ucp_verify -d cuda --cuda-alloc pool --max 64M --realloc
+step pool-default-fallback 120 $PRE bash test/integration/expect-path.sh fallback $B/test/integration/ucp_verify -d cuda --cuda-alloc async --max 16M
 # ucp_verify 0 B .. 1 GiB, each path, protocols v1 and v2
-step ucp-sweep-direct 290 bash test/integration/gpu-sweep.sh -b "$B" -o "$OUT/sweep" -P direct -V "n y" -t 140
-step ucp-sweep-staged 290 bash test/integration/gpu-sweep.sh -b "$B" -o "$OUT/sweep" -P staged -V "n y" -m 256M -t 140
+step ucp-sweep-direct 250 bash test/integration/gpu-sweep.sh -b "$B" -o "$OUT/sweep" -P direct -V "n y" -t 120
+step ucp-sweep-staged 130 bash test/integration/gpu-sweep.sh -b "$B" -o "$OUT/sweep" -P staged -V "n" -t 120
 cat "$OUT/sweep/ucp-sweep.txt" 2>/dev/null
 M=$B/test/integration/mpi_verify
 export RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self
