@@ -21,6 +21,13 @@ ucs_config_field_t gdrpipe_md_config_table[] = {
      "environment at load time, before UCX parses its configuration.",
      ucs_offsetof(gdrpipe_md_config_t, cuda_lib), UCS_CONFIG_TYPE_STRING},
 
+    {"POOL_IPC", "n",
+     "Share memory of exportable stream-ordered pools (cuMemPoolExportPointer) for\n"
+     "the direct path. Experimental: correct on the CUDA simulator, but it gave\n"
+     "wrong data on the H200 machine (driver 580, bench/RESULTS.md); off, pool\n"
+     "memory goes through the staged pipeline.",
+     ucs_offsetof(gdrpipe_md_config_t, pool_ipc), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 

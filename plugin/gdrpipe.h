@@ -31,6 +31,7 @@ typedef enum {
 typedef struct gdrpipe_md_config {
     uct_md_config_t super;
     char            *cuda_lib;
+    int             pool_ipc;  /* export stream-ordered pool memory for the direct path */
 } gdrpipe_md_config_t;
 
 typedef struct gdrpipe_md {

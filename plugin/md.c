@@ -237,6 +237,9 @@ ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
     md->super.component = &gdrpipe_component;
     md->kind            = kind;
     md->host_id         = gdrpipe_host_id();
+    if (kind == GDRPIPE_MD_WIRE) {
+        gp_set_pool_ipc(ucs_derived_of(config, gdrpipe_md_config_t)->pool_ipc);
+    }
     pthread_mutex_lock(&gdrpipe_md_lock);
     ++gdrpipe_md_count;
     pthread_mutex_unlock(&gdrpipe_md_lock);

@@ -146,6 +146,9 @@ typedef struct gp_xfer_config {
 /* Registration of local memory for peers (process-wide, cached): fills the
  * remote key (host memory: CMA by pid; device memory: IPC / VMM / pool
  * handle, or staged-only). *reg is released with gp_mem_deregister. */
+/* Whether memory of exportable stream-ordered pools is shared for the direct
+ * path (GP_RKEY_CUDA_POOL); off by default: such memory is staged. */
+void gp_set_pool_ipc(int enable);
 int gp_mem_register(void *addr, size_t len, uint64_t host_id, gp_rkey_t *rkey,
                     void **reg, char *err, size_t errlen);
 void gp_mem_deregister(void *reg);

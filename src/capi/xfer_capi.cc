@@ -28,6 +28,8 @@ void set_err(char *err, size_t len, const std::string &msg) {
 
 extern "C" {
 
+void gp_set_pool_ipc(int enable) { gdrpipe::pipeline::set_pool_ipc(enable != 0); }
+
 int gp_mem_register(void *addr, size_t len, uint64_t host_id, gp_rkey_t *rkey, void **reg,
                     char *err, size_t errlen) {
     if (rkey == nullptr || reg == nullptr || (addr == nullptr && len != 0)) {

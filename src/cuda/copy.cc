@@ -27,7 +27,11 @@ Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceMan
     CUresult r = query(dst, &di, drv);
     if (r == CUDA_SUCCESS) r = query(src, &si, drv);
     if (r != CUDA_SUCCESS) return failure(r, "cuPointerGetAttributes", -1);
-    *sync_api = di.kind != MemKind::host && (si.kind != MemKind::host || !si.pinned);
+    // The synchronous API also orders the copy after the legacy stream, where
+    // an application's pageable copies may still be in flight on memory
+    // whose SYNC_MEMOPS cannot be set (pool, VMM). Only pinned host to
+    // device is measurably slower with it (8.4 against 6.5 us at 8 B).
+    *sync_api = !(di.kind != MemKind::host && si.kind == MemKind::host && si.pinned);
     if (di.kind != MemKind::host) {
         *device = di.device;
     } else if (si.kind != MemKind::host) {

@@ -87,8 +87,14 @@ bool is_default_pool(CUmemoryPool pool, int device) {
 // Pool memory: the pool's fd plus the pointer's export data, when the pool
 // was created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR. Pools have no
 // attribute for their handle types: the pool export itself is the test.
+std::atomic<bool> g_pool_ipc{false};
+
 void export_pool_ptr(Export &e, const cuda::MemInfo &mi, uintptr_t addr) {
     const auto &api = cuda::driver().api();
+    if (!g_pool_ipc.load(std::memory_order_relaxed)) {
+        GP_DEBUG("export %#lx: pool memory, UCX_GDRPIPE_POOL_IPC=n: staged only", addr);
+        return;
+    }
     if (is_default_pool(mi.mempool, mi.device)) {
         GP_DEBUG("export %#lx: default pool of device %d (cuMemAllocAsync/cudaMallocAsync), "
                  "not exportable: staged only",
@@ -238,6 +244,8 @@ pid_t own_pid() noexcept {
 }
 } // namespace
 
+void set_pool_ipc(bool enable) noexcept { g_pool_ipc.store(enable, std::memory_order_relaxed); }
+
 Registration *register_memory(void *addr, size_t len, uint64_t host_id, gp_rkey_t *rkey,
                               std::string *err) {
     std::memset(rkey, 0, sizeof(*rkey));
@@ -253,6 +261,16 @@ Registration *register_memory(void *addr, size_t len, uint64_t host_id, gp_rkey_
             *err = "cuPointerGetAttributes: " + cuda::describe(r);
             return nullptr;
         }
+    }
+    if (mi.kind != cuda::MemKind::host && (mi.pool || mi.vmm)) {
+        // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS cannot be set on pool and VMM
+        // memory, so the application's last copy into (or out of) this
+        // buffer may still be in flight on the legacy stream (a pageable
+        // cuMemcpyHtoD returns before its DMA is done). gdrpipe's copies run
+        // on other streams: wait for the legacy stream before exposing it.
+        // Measured on the H200 machine: stale data without this.
+        cuda::ScopedContext scope(mi.device);
+        if (scope.ok()) cuda::driver().api().cuStreamSynchronize(CU_STREAM_LEGACY);
     }
     if (mi.kind == cuda::MemKind::host) {
         rkey->kind = GP_RKEY_HOST;

@@ -29,10 +29,11 @@ struct CopyOptions {
     unsigned slot = 0;    // stream slot (< DeviceManager::kStreamSlots)
     // copy() only: use the driver's synchronous cuMemcpy instead of an async
     // copy on the slot's stream plus a stream synchronize. Measured on the
-    // H200 pair (bench/RESULTS.md, gdrpipe_physref "single"): 2 us faster
-    // for device-to-device and pageable host-to-device copies up to 64 KiB,
-    // slower for pinned host memory. It is ordered with the context's legacy
-    // default stream. With device < 0 copy() decides by itself.
+    // H200 pair (bench/RESULTS.md, gdrpipe_physref "single"): up to 2 us
+    // faster for device-to-device and pageable host-to-device copies up to
+    // 64 KiB, the same for device to host, slower for pinned host to device.
+    // It is ordered with the context's legacy default stream. With device < 0
+    // copy() decides by itself: everything but pinned host to device.
     bool sync_api = false;
 };
 

@@ -23,6 +23,11 @@ struct Registration;
 // Fills *rkey (sealed) and returns a registration to release with
 // deregister(); nullptr with *err on failure (never for exportability:
 // unexportable device memory gives GP_RKEY_CUDA_NONE).
+// Whether memory of exportable stream-ordered pools is exported for the
+// direct path (GP_RKEY_CUDA_POOL). Off by default (UCX_GDRPIPE_POOL_IPC):
+// on the H200 machine it gave wrong data; off, pool memory is staged.
+void set_pool_ipc(bool enable) noexcept;
+
 Registration *register_memory(void *addr, size_t len, uint64_t host_id, gp_rkey_t *rkey,
                               std::string *err);
 void deregister(Registration *reg) noexcept;
