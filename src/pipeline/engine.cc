@@ -34,10 +34,10 @@ constexpr auto kLivenessPeriod = std::chrono::milliseconds(50);
 constexpr unsigned kRingsPerPeer = 4;
 constexpr unsigned kSlotRequester = 2;
 constexpr unsigned kSlotOwner = 3;
-// Direct copies go round robin over these streams: one stream executes on one
-// copy engine, several let copies of consecutive messages run side by side.
-constexpr unsigned kDirectSlots[] = {1, 5, 6, 7};
-constexpr unsigned kNumDirectSlots = sizeof(kDirectSlots) / sizeof(kDirectSlots[0]);
+// Direct copies run on one stream: on the H200 pair several streams gave no
+// more peer-copy bandwidth (one direction uses one copy engine; gdrpipe_physref
+// "pull-bw", bench/RESULTS.md), and each stream costs a thread in the simulator.
+constexpr unsigned kSlotDirect = 1;
 // calibrated pipeline shapes are capped at this many bytes per ring
 constexpr size_t kMaxCalibratedRing = size_t{32} << 20;
 
@@ -240,7 +240,6 @@ struct XferEngine::Impl {
     std::map<std::pair<int, int>, PairUse> pairs;
     XferStats st;
     uint64_t next_id = 1;
-    unsigned direct_rr = 0; // next direct stream slot
     std::unordered_map<wire::ShmPeer *, std::unique_ptr<PeerState>> peers;
     std::list<std::unique_ptr<Xfer>> xfers;
     std::list<std::unique_ptr<ServeOp>> serving;
@@ -473,8 +472,7 @@ struct XferEngine::Impl {
             return x->is_get ? cuda::copy(s.p, ptr, x->len, opt)
                              : cuda::copy(ptr, s.p, x->len, opt);
         }
-        const unsigned slot = kDirectSlots[direct_rr++ % kNumDirectSlots];
-        return copy_local(x->mem, 0, x->len, ptr, remote_dev, !x->is_get, slot, x->toks);
+        return copy_local(x->mem, 0, x->len, ptr, remote_dev, !x->is_get, kSlotDirect, x->toks);
     }
 
     bool liveness_due(Clock::time_point &last, Clock::time_point now) {

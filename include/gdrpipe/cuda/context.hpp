@@ -42,8 +42,9 @@ struct DeviceStats {
 class DeviceManager {
 public:
     // Number of stream slots per device (stream(ordinal, slot)).
-    // 1, 5-7: direct copies; 2, 3: staged pipeline; 4: calibration (pipeline::CudaProber)
-    static constexpr unsigned kStreamSlots = 8;
+    // 0: synchronous copies; 1: direct path; 2, 3: staged pipeline; 4: calibration
+    // (pipeline::CudaProber)
+    static constexpr unsigned kStreamSlots = 5;
 
     explicit DeviceManager(Driver &drv);
     ~DeviceManager(); // shutdown()
