@@ -106,6 +106,10 @@ const pipeline::PairChoice &port_choice(const PortCalibration &pc, const pipelin
         return std::make_unique<OwningProber>(copy, src, dst, cap);
     };
     pipeline::obtain_choice(*c, r, cfg);
+    // the staged shape is the interface's (measured, not tuned): nothing to
+    // report about it in the log line
+    c->pipeline = model::PipelineParams{};
+    c->have_pipeline = false;
     GP_INFO("crossover for %s %s", c->label.c_str(), c->describe().c_str());
     return *m.emplace(id, std::move(c)).first->second;
 }
