@@ -21,6 +21,9 @@ typedef struct gdrpipe_rdma_md_config {
     int             fake;          /* test only: in-process fake fabric */
     int             fake_dmabuf;
     unsigned        fake_fail_after;
+    double          fake_latency_us;
+    double          fake_bw_gbps;
+    double          fake_dev_bw_gbps;
     unsigned        cache_max_regions;
     size_t          cache_max_bytes;
 } gdrpipe_rdma_md_config_t;
@@ -36,7 +39,12 @@ typedef struct gdrpipe_rdma_iface_config {
     double             bw;
     double             latency;
     int                path;        /* enum gp_path */
-    size_t             thresh;
+    size_t             thresh;      /* UCS_MEMUNITS_AUTO: measured per (GPU, port) */
+    int                calibrate;   /* enum gp_calib_mode */
+    char               *calib_dir;
+    double             calib_budget;
+    double             calib_wait;
+    size_t             calib_max_size;
     size_t             chunk_size;
     unsigned           slots;
     size_t             seg_size;    /* short/bcopy bounce buffer */
@@ -47,6 +55,7 @@ typedef struct gdrpipe_rdma_iface {
     uct_base_iface_t    super;
     gdrpipe_rdma_md_t   *md;
     gp_rdma_ep_config_t ep_cfg;
+    char                *calib_dir;  /* ep_cfg.calib_dir (owned) */
     double              bw;
     double              latency;
     size_t              seg_size;

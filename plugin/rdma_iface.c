@@ -161,9 +161,28 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_rdma_iface_t, uct_md_h md, uct_worker_h worke
                   "range ([64, 1m], [1, 65536])", config->seg_size, config->bounce_count);
         return UCS_ERR_INVALID_PARAM;
     }
+    if ((config->thresh == UCS_MEMUNITS_AUTO) &&
+        ((config->calib_max_size < 4096) || (config->calib_max_size > UCS_GBYTE))) {
+        ucs_error("gdrpipe_rdma: UCX_GDRPIPE_RDMA_CALIB_MAX_SIZE=%zu is out of range "
+                  "[4k, 1g]", config->calib_max_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
     self->md               = ucs_derived_of(md, gdrpipe_rdma_md_t);
     self->ep_cfg.path      = config->path;
-    self->ep_cfg.thresh    = config->thresh;
+    /* auto: measured per (local GPU, port) at the first device-memory
+     * transfer (src/rdma/port_crossover.cc) */
+    self->ep_cfg.thresh    = (config->thresh == UCS_MEMUNITS_AUTO) ? GP_THRESH_AUTO :
+                             config->thresh;
+    self->calib_dir        = ucs_strdup(config->calib_dir, "gdrpipe_rdma calib dir");
+    if (self->calib_dir == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    self->ep_cfg.calibrate       = config->calibrate;
+    self->ep_cfg.calib_dir       = self->calib_dir;
+    self->ep_cfg.calib_budget_s  = config->calib_budget;
+    self->ep_cfg.calib_wait_s    = config->calib_wait;
+    self->ep_cfg.calib_max_size  = config->calib_max_size;
+    self->ep_cfg.fallback_thresh = SIZE_MAX; /* direct wherever possible */
     self->ep_cfg.slot_size = (uint32_t)config->chunk_size;
     self->ep_cfg.slots     = config->slots;
     self->bw               = config->bw;
@@ -179,6 +198,7 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_rdma_iface_t, uct_md_h md, uct_worker_h worke
     if ((self->bounce_area == NULL) || (self->bounce_free == NULL)) {
         ucs_free(self->bounce_area);
         ucs_free(self->bounce_free);
+        ucs_free(self->calib_dir);
         return UCS_ERR_NO_MEMORY;
     }
     /* registered once; operations on slices hit the registration cache */
@@ -188,14 +208,16 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_rdma_iface_t, uct_md_h md, uct_worker_h worke
         ucs_error("gdrpipe_rdma: cannot register bounce buffers: %s", err);
         ucs_free(self->bounce_area);
         ucs_free(self->bounce_free);
+        ucs_free(self->calib_dir);
         return UCS_ERR_IO_ERROR;
     }
     for (i = 0; i < self->bounce_count; ++i) {
         self->bounce_free[i] = self->bounce_area + (size_t)i * self->seg_size;
     }
     self->bounce_nfree = self->bounce_count;
-    ucs_debug("gdrpipe_rdma: iface %p on %s: chunk %zu x %u, path %d", self,
-              self->md->port, config->chunk_size, config->slots, config->path);
+    ucs_debug("gdrpipe_rdma: iface %p on %s: chunk %zu x %u, path %d, thresh %s", self,
+              self->md->port, config->chunk_size, config->slots, config->path,
+              (config->thresh == UCS_MEMUNITS_AUTO) ? "auto" : "fixed");
     return UCS_OK;
 }
 
@@ -209,6 +231,7 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_rdma_iface_t)
     gp_rdma_mem_dereg(self->md->dev, self->bounce_reg);
     ucs_free(self->bounce_free);
     ucs_free(self->bounce_area);
+    ucs_free(self->calib_dir);
 }
 
 UCS_CLASS_DEFINE(gdrpipe_rdma_iface_t, uct_base_iface_t);

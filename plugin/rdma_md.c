@@ -13,6 +13,8 @@
 #define GDRPIPE_RDMA_MAX_PORTS 64
 
 static const char *gdrpipe_rdma_path_names[] = {"auto", "direct", "staged", NULL};
+/* enum gp_calib_mode (capi.h), like UCX_GDRPIPE_CALIBRATE */
+static const char *gdrpipe_rdma_calib_names[] = {"auto", "force", "off", NULL};
 
 static ucs_config_field_t gdrpipe_rdma_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_rdma_md_config_t, super),
@@ -34,6 +36,20 @@ static ucs_config_field_t gdrpipe_rdma_md_config_table[] = {
      "TEST ONLY (with FAKE). The n-th transfer started in the process forces\n"
      "its queue pair into the error state (0: never).",
      ucs_offsetof(gdrpipe_rdma_md_config_t, fake_fail_after), UCS_CONFIG_TYPE_UINT},
+
+    {"FAKE_LATENCY", "1",
+     "TEST ONLY (with FAKE). Latency of every fake operation, microseconds.",
+     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_latency_us), UCS_CONFIG_TYPE_DOUBLE},
+
+    {"FAKE_BW", "0",
+     "TEST ONLY (with FAKE). Bandwidth of the fake fabric, GB/s (0: unlimited).",
+     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_bw_gbps), UCS_CONFIG_TYPE_DOUBLE},
+
+    {"FAKE_DEV_BW", "0",
+     "TEST ONLY (with FAKE). Bandwidth of fake operations touching device memory\n"
+     "(the NIC's access to GPU memory), GB/s (0: FAKE_BW). Below FAKE_BW it makes\n"
+     "the staged path win for large messages (THRESH=auto measures where).",
+     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_dev_bw_gbps), UCS_CONFIG_TYPE_DOUBLE},
 
     {"RCACHE_MAX_REGIONS", "inf",
      "Bound of each registration cache (host, device) in regions.",
@@ -68,10 +84,44 @@ static ucs_config_field_t gdrpipe_rdma_iface_config_table[] = {
      ucs_offsetof(gdrpipe_rdma_iface_config_t, path),
      UCS_CONFIG_TYPE_ENUM(gdrpipe_rdma_path_names)},
 
-    {"THRESH", "inf",
-     "Message size from which PATH=auto stages transfers (the measured\n"
-     "direct/staged crossover of the host; see docs/rdma.md).",
+    {"THRESH", "auto",
+     "Message size from which PATH=auto stages transfers of device memory:\n"
+     " auto - measured per local GPU and port at the first device-memory transfer\n"
+     "        (loopback through the port, or from the calibration cache, see\n"
+     "        RDMA_CALIBRATE); host memory goes direct\n"
+     " SIZE - the same fixed threshold for every transfer (inf: direct wherever\n"
+     "        possible)",
      ucs_offsetof(gdrpipe_rdma_iface_config_t, thresh), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"CALIBRATE", "auto",
+     "Calibration of RDMA_THRESH=auto (as UCX_GDRPIPE_CALIBRATE for the intra-host\n"
+     "wire, same cache):\n"
+     " auto  - cached crossover of the (GPU, port), else measure now (budget\n"
+     "         RDMA_CALIB_BUDGET) and cache it\n"
+     " force - measure again once per process\n"
+     " off   - cached crossover only, else the fallback (direct wherever possible)",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, calibrate),
+     UCS_CONFIG_TYPE_ENUM(gdrpipe_rdma_calib_names)},
+
+    {"CALIB_DIR", "",
+     "Directory of the calibration cache and its lock files. Empty: the default\n"
+     "of UCX_GDRPIPE_CALIB_DIR ($XDG_CACHE_HOME/gdrpipe or ~/.cache/gdrpipe).",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, calib_dir), UCS_CONFIG_TYPE_STRING},
+
+    {"CALIB_BUDGET", "0.5s",
+     "Time budget of one (GPU, port) calibration (both paths, sizes 4k ..\n"
+     "RDMA_CALIB_MAX_SIZE).",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, calib_budget), UCS_CONFIG_TYPE_TIME},
+
+    {"CALIB_WAIT", "10s",
+     "How long a process waits while another one calibrates the same (GPU, port)\n"
+     "before it uses the fallback threshold.",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, calib_wait), UCS_CONFIG_TYPE_TIME},
+
+    {"CALIB_MAX_SIZE", "4m",
+     "Largest message size measured by the calibration (two device buffers of\n"
+     "this size on the GPU while it runs).",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, calib_max_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"CHUNK_SIZE", "1m",
      "Chunk (= receive slot) of the staged pipeline, multiple of 4k.",
@@ -103,6 +153,13 @@ static int gdrpipe_rdma_env_bool(const char *name, int dflt)
            !strcasecmp(v, "on") || !strcasecmp(v, "true");
 }
 
+static double gdrpipe_rdma_env_double(const char *name, double dflt)
+{
+    const char *v = getenv(name);
+
+    return ((v == NULL) || (*v == '\0')) ? dflt : strtod(v, NULL);
+}
+
 /* The test-only fake fabric is chosen before any device is listed, so it
  * comes from the environment rather than the parsed MD configuration. */
 static void gdrpipe_rdma_apply_fake(void)
@@ -115,7 +172,9 @@ static void gdrpipe_rdma_apply_fake(void)
     }
     memset(&fc, 0, sizeof(fc));
     fc.dmabuf     = gdrpipe_rdma_env_bool("UCX_GDRPIPE_RDMA_FAKE_DMABUF", 1);
-    fc.latency_us = 1.0;
+    fc.latency_us = gdrpipe_rdma_env_double("UCX_GDRPIPE_RDMA_FAKE_LATENCY", 1.0);
+    fc.bandwidth_gbps        = gdrpipe_rdma_env_double("UCX_GDRPIPE_RDMA_FAKE_BW", 0.0);
+    fc.device_bandwidth_gbps = gdrpipe_rdma_env_double("UCX_GDRPIPE_RDMA_FAKE_DEV_BW", 0.0);
     fail          = getenv("UCX_GDRPIPE_RDMA_FAKE_FAIL_AFTER");
     fc.fail_after = (fail != NULL) ? (unsigned)strtoul(fail, NULL, 0) : 0;
     if (gp_rdma_use_fake(&fc) != 0) {

@@ -22,6 +22,8 @@ typedef struct gp_rdma_fake_config {
     int peermem;            /* reg_mr accepts device memory */
     double latency_us;      /* per operation */
     double bandwidth_gbps;  /* GB/s, 0 = unlimited */
+    double device_bandwidth_gbps; /* GB/s of operations touching device
+                             * memory (the NIC's GPU access); 0 = bandwidth_gbps */
     unsigned fail_after;    /* >0: the n-th transfer started in this process
                              * forces its QP into the error state (fault test) */
 } gp_rdma_fake_config_t;
@@ -75,9 +77,20 @@ typedef void (*gp_rdma_done_cb_t)(void *arg, int status /* 0 or -errno */);
 
 typedef struct gp_rdma_ep_config {
     int path;           /* enum gp_path (capi.h): auto, direct, staged */
-    size_t thresh;      /* auto: direct below, staged from here on */
+    size_t thresh;      /* auto: direct below, staged from here on;
+                         * GP_THRESH_AUTO: measured per (local GPU, port) at
+                         * the first device-memory transfer (port_crossover.hpp);
+                         * host memory then goes direct */
     uint32_t slot_size; /* staged chunk = receive slot (multiple of 4096) */
     uint32_t slots;     /* staged chunks in flight per direction (1..32) */
+    /* thresh == GP_THRESH_AUTO: the calibration (same meaning as the
+     * intra-host wire's gp_xfer_config_t fields) */
+    int calibrate;          /* enum gp_calib */
+    const char *calib_dir;  /* NULL/"": the default cache directory; copied */
+    double calib_budget_s;  /* 0: default */
+    double calib_wait_s;    /* 0: default */
+    size_t calib_max_size;  /* largest probed message; 0: default (4 MiB) */
+    size_t fallback_thresh; /* when nothing is measured or cached */
 } gp_rdma_ep_config_t;
 
 gp_rdma_ep_t *gp_rdma_ep_create(gp_rdma_dev_t *dev, const gp_rdma_ep_config_t *cfg,

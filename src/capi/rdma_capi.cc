@@ -5,9 +5,13 @@
 // (polled from gp_rdma_ep_progress) when a side is device memory.
 #include "gdrpipe/capi.h"
 #include "gdrpipe/capi_rdma.h"
+#include "gdrpipe/cuda/context.hpp"
+#include "gdrpipe/cuda/driver.hpp"
 #include "gdrpipe/cuda/gpudirect.hpp"
 #include "gdrpipe/log.hpp"
+#include "gdrpipe/model/shared_obtain.hpp"
 #include "gdrpipe/rdma/fake_backend.hpp"
+#include "gdrpipe/rdma/port_crossover.hpp"
 #include "gdrpipe/rdma/transfer.hpp"
 
 #include <atomic>
@@ -122,6 +126,12 @@ struct gp_rdma_ep {
     gp_rdma_err_cb_t err_cb = nullptr;
     void *arg = nullptr;
     PathChoice path = PathChoice::automatic;
+    // THRESH=auto: the measured crossover of the local GPU's (gpu, port)
+    bool auto_thresh = false;
+    gdrpipe::pipeline::CrossoverConfig xcfg;
+    std::size_t fallback_thresh = gdrpipe::model::kNever;
+    std::uint32_t slot_size = 0, slots = 0;
+    int choice_dev = -2; // the device whose threshold the engine has now
     bool failed = false;
     std::size_t inflight = 0;
     struct Copy {
@@ -188,6 +198,76 @@ PathChoice to_choice(int path, PathChoice dflt) {
     default: return dflt;
     }
 }
+
+// THRESH=auto: CALIBRATE/CALIB_* of the rdma interface, the intra-host
+// defaults where unset (4 MiB largest probe: larger messages are staged
+// anyway once staged wins at 4 MiB).
+gdrpipe::pipeline::CrossoverConfig crossover_config(const gp_rdma_ep_config_t *cfg) {
+    static const double first_ep = gdrpipe::model::wall_clock_now(); // force: once per process
+    gdrpipe::pipeline::CrossoverConfig x;
+    x.mode = cfg->calibrate == GP_CALIB_FORCE ? gdrpipe::model::CalibMode::force
+             : cfg->calibrate == GP_CALIB_OFF ? gdrpipe::model::CalibMode::off
+                                              : gdrpipe::model::CalibMode::automatic;
+    if (cfg->calib_dir != nullptr) x.dir = cfg->calib_dir;
+    if (cfg->calib_budget_s > 0) x.budget_s = cfg->calib_budget_s;
+    if (cfg->calib_wait_s > 0) x.wait_s = cfg->calib_wait_s;
+    x.max_bytes = cfg->calib_max_size > 0 ? cfg->calib_max_size : std::size_t{4} << 20;
+    x.fresh_after = first_ep;
+    return x;
+}
+
+// The measured (or cached, or fallback) threshold of local GPU `device` on
+// this endpoint's port; the first call per (device, port) in the process
+// obtains it (calibrating now through the port when nothing is cached).
+std::size_t port_threshold(gp_rdma_ep *ep, int device) {
+    gp_rdma_dev *dev = ep->dev;
+    PortCalibration pc;
+    pc.gpu = device;
+    pc.gpu_label = gdrpipe::pipeline::gpu_label(device);
+    pc.port = dev->port;
+    const gdrpipe::cuda::DeviceProps *props = gdrpipe::cuda::devices().props(device);
+    pc.key = port_key(gdrpipe::pipeline::gpu_uuid_string(device), props != nullptr ? props->pci_bus_id : "",
+                      dev->port, std::to_string(gdrpipe::cuda::driver().version()));
+    pc.ctx = dev->ctx.get();
+    pc.pd = dev->pd.get();
+    pc.reg = dev->reg.get();
+    pc.mem.kind = MemKind::device;
+    pc.mem.alloc = [dev, device](std::size_t n, std::string *err) -> void * {
+        gdrpipe::cuda::ScopedContext c(gdrpipe::cuda::devices(), device);
+        CUdeviceptr p = 0;
+        const CUresult r = c.status() == CUDA_SUCCESS ? gdrpipe::cuda::driver().api().cuMemAlloc(&p, n)
+                                                      : c.status();
+        if (r != CUDA_SUCCESS) {
+            *err = "cuMemAlloc of " + std::to_string(n) + " bytes on GPU " + std::to_string(device) +
+                   " failed (" + std::to_string(static_cast<int>(r)) + ")";
+            return nullptr;
+        }
+        void *ptr = reinterpret_cast<void *>(p);
+        dev->classify(ptr, n); // declared to the fake device like any GPU memory
+        return ptr;
+    };
+    pc.mem.release = [dev, device](void *ptr) {
+        if (g_fake != nullptr) {
+            std::lock_guard<std::mutex> g(dev->mu);
+            if (dev->fake_dev.erase(reinterpret_cast<std::uintptr_t>(ptr)) != 0) g_fake->remove_device_memory(ptr);
+        }
+        gdrpipe::cuda::ScopedContext c(gdrpipe::cuda::devices(), device);
+        gdrpipe::cuda::driver().api().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
+    };
+    // synchronous stage copies: the prober progresses only its engines
+    pc.mem.ops.stage_out = [](const void *s, void *d, std::size_t n, StageOps::Done done) {
+        char err[256];
+        const int r = gp_cuda_copy(d, s, n, err, sizeof(err));
+        if (r != 0) GP_WARN("rdma calibration: stage copy of %zu bytes failed: %s", n, err);
+        done(r != 0 ? -EIO : 0);
+    };
+    pc.mem.ops.stage_in = pc.mem.ops.stage_out;
+    pc.transfer.slot_size = ep->slot_size;
+    pc.transfer.slots = ep->slots;
+    pc.fallback_thresh = ep->fallback_thresh;
+    return port_choice(pc, ep->xcfg).thresh;
+}
+
 } // namespace
 
 extern "C" {
@@ -203,6 +283,7 @@ int gp_rdma_use_fake(const gp_rdma_fake_config_t *cfg) {
     fc.peermem = cfg->peermem != 0;
     fc.latency_us = cfg->latency_us;
     fc.bandwidth_gbps = cfg->bandwidth_gbps;
+    fc.device_bandwidth_gbps = cfg->device_bandwidth_gbps;
     g_fake = new FakeFabric(fc);
     g_backend = g_fake->backend().release();
     GP_INFO("rdma: using the in-process fake fabric (test mode)");
@@ -336,6 +417,15 @@ gp_rdma_ep_t *gp_rdma_ep_create(gp_rdma_dev_t *dev, const gp_rdma_ep_config_t *c
     ep->path = to_choice(cfg->path, PathChoice::automatic);
     TransferConfig tc;
     tc.direct_threshold = cfg->thresh;
+    if (cfg->thresh == GP_THRESH_AUTO) {
+        ep->auto_thresh = true;
+        tc.direct_threshold = gdrpipe::model::kNever; // host memory: direct
+        ep->choice_dev = -1;
+        ep->xcfg = crossover_config(cfg);
+        ep->fallback_thresh = cfg->fallback_thresh;
+        ep->slot_size = cfg->slot_size;
+        ep->slots = cfg->slots;
+    }
     tc.slot_size = cfg->slot_size;
     tc.slots = cfg->slots;
     tc.exposed = [dev](std::uint32_t key, std::uint64_t a, std::uint64_t n) {
@@ -430,6 +520,10 @@ int gp_rdma_ep_start(gp_rdma_ep_t *ep, int is_get, void *local, size_t len, uint
         cb(arg, st);
     };
     const PathChoice pc = to_choice(path, ep->path);
+    if (ep->auto_thresh && pc == PathChoice::automatic && device != ep->choice_dev) {
+        ep->eng->set_direct_threshold(device < 0 ? gdrpipe::model::kNever : port_threshold(ep, device));
+        ep->choice_dev = device;
+    }
     const std::uint64_t direct_before = ep->eng->stats().direct;
     const int rc = is_get ? ep->eng->get(b, remote_addr, k.value(), done, pc)
                           : ep->eng->put(b, remote_addr, k.value(), done, pc);

@@ -52,43 +52,52 @@ std::string short_uuid(const std::string &u) {
 }
 
 void obtain(PairChoice &c, const CrossoverConfig &cfg) {
-    const model::CalibKey key = device_pair_key(c.local_dev, c.remote_dev, true);
-    model::CalibCache cache(cfg.dir);
-    model::CalibOptions co;
-    co.max_bytes = cfg.max_bytes;
-    co.budget_s = cfg.budget_s;
+    ObtainRequest r;
+    r.key = device_pair_key(c.local_dev, c.remote_dev, true);
+    r.options.max_bytes = cfg.max_bytes;
+    r.options.budget_s = cfg.budget_s;
     // the staged ring of a peer is 4 rings of chunk x depth in shared memory:
     // keep the candidates at most 4 MiB x 8
-    co.chunk_candidates = {std::size_t{256} << 10, std::size_t{512} << 10, std::size_t{1} << 20,
-                           std::size_t{2} << 20, std::size_t{4} << 20};
-    co.depth_candidates = {2, 4, 8};
-    model::SharedOptions so;
-    so.mode = cfg.mode;
-    so.wait_s = cfg.wait_s;
-    so.fresh_after = cfg.fresh_after;
-    so.lock_name = model::pair_lock_name(key.local_gpu_uuid, key.remote_gpu_uuid);
+    r.options.chunk_candidates = {std::size_t{256} << 10, std::size_t{512} << 10, std::size_t{1} << 20,
+                                  std::size_t{2} << 20, std::size_t{4} << 20};
+    r.options.depth_candidates = {2, 4, 8};
+    r.lock_name = model::pair_lock_name(r.key.local_gpu_uuid, r.key.remote_gpu_uuid);
     const int a = c.local_dev, b = c.remote_dev;
     const std::size_t cap = cfg.max_bytes;
-    model::ProberFactory make = [a, b, cap](std::string *err) -> std::unique_ptr<model::Prober> {
+    r.make = [a, b, cap](std::string *err) -> std::unique_ptr<model::Prober> {
         ProberConfig pc;
         pc.dev_a = a;
         pc.dev_b = b;
         pc.capacity = cap;
         return CudaProber::create(pc, err);
     };
+    obtain_choice(c, r, cfg);
+}
+
+} // namespace
+
+void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig &cfg) {
+    model::CalibCache cache(cfg.dir);
+    model::SharedOptions so;
+    so.mode = cfg.mode;
+    so.wait_s = cfg.wait_s;
+    so.fresh_after = cfg.fresh_after;
+    so.lock_name = r.lock_name;
     const auto t0 = std::chrono::steady_clock::now();
-    model::SharedObtained got = model::obtain_shared(key, make, co, cache.dir().empty() ? nullptr : &cache, so);
+    model::SharedObtained got =
+        model::obtain_shared(r.key, r.make, r.options, cache.dir().empty() ? nullptr : &cache, so);
     c.took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (got.status != model::CalibStatus::ok) {
         c.origin = PairOrigin::fallback;
-        c.thresh = kFallbackThresh;
+        c.thresh = r.fallback_thresh;
         if (cfg.mode == model::CalibMode::off) {
             GP_INFO("crossover for %s: nothing cached and calibration is off: fallback threshold",
                     c.label.c_str());
         } else {
             GP_WARN("crossover for %s: %s (%s): nothing stored; using the fallback threshold "
-                    "(direct wherever it works)",
-                    c.label.c_str(), model::calib_status_name(got.status), got.message.c_str());
+                    "(%s)",
+                    c.label.c_str(), model::calib_status_name(got.status), got.message.c_str(),
+                    r.fallback_what.c_str());
         }
         return;
     }
@@ -109,13 +118,11 @@ void obtain(PairChoice &c, const CrossoverConfig &cfg) {
         }
         c.have_pipeline = best > 0.0 && (dflt == 0.0 || best < kShapeGain * dflt);
     }
-    if (!cache.dir().empty() && (c.origin == PairOrigin::cache || got.stored)) c.cache_path = cache.path_for(key);
+    if (!cache.dir().empty() && (c.origin == PairOrigin::cache || got.stored)) c.cache_path = cache.path_for(r.key);
     if (c.origin == PairOrigin::measured) c.took_ms = got.record.elapsed_s * 1e3;
     GP_DEBUG("crossover for %s: %s", c.label.c_str(),
              model::format_summary(got.record, got.source).c_str());
 }
-
-} // namespace
 
 const char *pair_origin_name(PairOrigin o) noexcept {
     switch (o) {
@@ -166,6 +173,11 @@ std::string gpu_uuid_string(int ordinal) {
         s += hex[v & 15];
     }
     return s;
+}
+
+std::string gpu_label(int ordinal) {
+    const std::string u = gpu_uuid_string(ordinal);
+    return u.empty() ? "GPU " + std::to_string(ordinal) : "GPU " + short_uuid(u);
 }
 
 model::CalibKey device_pair_key(int dev_a, int dev_b, bool peer) {

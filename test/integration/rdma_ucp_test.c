@@ -14,6 +14,13 @@
  *                      one rendezvous message over each (default 2)
  *   --expect-flush     cuFlushGPUDirectRDMAWrites ran (direct gets into local,
  *                      or direct puts into remote, device memory)
+ *   --expect-split S:L a tag message of S bytes goes direct only and one of L
+ *                      bytes staged (RDMA_THRESH=auto: the measured crossover
+ *                      of the fake fabric lies between them); sizes take k/m
+ *   --expect-stored D  this run measured the crossover (RDMA_THRESH=auto,
+ *                      RDMA_CALIBRATE=force) and stored it in directory D: a
+ *                      crossover-*.txt of wire kind rdma written since the
+ *                      start (a fallback stores nothing)
  *   --no-rma           tag send/recv only (UCX 1.13's protocols v1 hand
  *                      device pointers to put_short: RMA on device memory
  *                      needs UCX_PROTO_ENABLE=y there) */
@@ -21,7 +28,9 @@
 
 #include <ucp/api/ucp.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,8 +285,70 @@ static void close_eps(void)
     }
 }
 
+static size_t parse_size(const char *s, char **end)
+{
+    size_t v = strtoull(s, end, 0);
+
+    if (**end == 'K' || **end == 'k') { v <<= 10; ++*end; }
+    else if (**end == 'M' || **end == 'm') { v <<= 20; ++*end; }
+    return v;
+}
+
+/* --expect-split: the first device-memory transfer measures the crossover
+ * (or reads it from the cache); a message below it moves direct only, one
+ * above it staged. */
+static void split_check(void (*get_stats)(stats_t *), size_t small, size_t large, unsigned *seed)
+{
+    stats_t a, b, c;
+
+    get_stats(&a);
+    tag_round(0, 1, small, (*seed)++);
+    get_stats(&b);
+    printf("rdma_ucp_test: %zu bytes: direct +%llu staged +%llu\n", small,
+           (unsigned long long)(b.direct - a.direct), (unsigned long long)(b.staged - a.staged));
+    CHECK(b.direct > a.direct && b.staged == a.staged,
+          "%zu-byte message: expected direct only (direct +%llu, staged +%llu)", small,
+          (unsigned long long)(b.direct - a.direct), (unsigned long long)(b.staged - a.staged));
+    tag_round(0, 1, large, (*seed)++);
+    get_stats(&c);
+    printf("rdma_ucp_test: %zu bytes: direct +%llu staged +%llu\n", large,
+           (unsigned long long)(c.direct - b.direct), (unsigned long long)(c.staged - b.staged));
+    CHECK(c.staged > b.staged, "%zu-byte message: expected staged (staged +%llu)", large,
+          (unsigned long long)(c.staged - b.staged));
+}
+
+/* --expect-stored: a cache entry of the RDMA wire written at or after t0 */
+static int stored_since(const char *dir, time_t t0)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int found = 0;
+
+    if (d == NULL) return 0;
+    while (!found && (e = readdir(d)) != NULL) {
+        char path[4096], line[256];
+        struct stat st;
+        FILE *f;
+
+        if (strncmp(e->d_name, "crossover-", 10) != 0) continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (stat(path, &st) != 0 || st.st_mtime < t0) continue;
+        f = fopen(path, "r");
+        if (f == NULL) continue;
+        while (fgets(line, sizeof(line), f) != NULL) {
+            if (!strcmp(line, "key.wire_kind rdma\n")) found = 1;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
 int main(int argc, char **argv)
 {
+    const char *stored_dir = NULL;
+    const time_t t0 = time(NULL);
+    size_t split_small = 0, split_large = 0;
     const char *expect = NULL;
     void (*get_stats)(stats_t *);
     ucp_params_t params = {
@@ -299,13 +370,22 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-rma")) g_no_rma = 1;
         else if (!strcmp(argv[i], "--expect-flush")) g_expect_flush = 1;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
+        else if (!strcmp(argv[i], "--expect-stored") && i + 1 < argc) stored_dir = argv[++i];
+        else if (!strcmp(argv[i], "--expect-split") && i + 1 < argc) {
+            char *end;
+            split_small = parse_size(argv[++i], &end);
+            CHECK(*end == ':', "--expect-split SMALL:LARGE");
+            split_large = parse_size(end + 1, &end);
+            CHECK(*end == '\0' && split_small > 0 && split_small < split_large,
+                  "--expect-split SMALL:LARGE");
+        }
         else if (!strcmp(argv[i], "--max") && i + 1 < argc) {
             char *end;
             g_max = strtoull(argv[++i], &end, 0);
             g_max <<= (*end == 'K' || *end == 'k') ? 10 : (*end == 'M' || *end == 'm') ? 20 : 0;
         }
         else if (!strcmp(argv[i], "--workers") && i + 1 < argc) g_nw = atoi(argv[++i]);
-        else { fprintf(stderr, "usage: %s [--cuda] [--fault] [--expect direct|staged|dmabuf] [--max N]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--cuda] [--fault] [--expect direct|staged|dmabuf] [--expect-split S:L] [--max N]\n", argv[0]); return 2; }
     }
     get_stats = (void (*)(stats_t *))dlsym(RTLD_DEFAULT, "gp_rdma_get_stats");
     CHECK(get_stats != NULL, "gp_rdma_get_stats not found: is the plugin preloaded?");
@@ -318,6 +398,9 @@ int main(int argc, char **argv)
     }
     connect_workers(g_fault);
     tag_round(0, 1, 8, seed++); /* wireup */
+    if (split_large != 0) {
+        split_check(get_stats, split_small, split_large, &seed);
+    }
     if (!g_fault && g_nw > 2) {
         /* every endpoint carries a rendezvous message over its own QP */
         for (i = 0; i < g_nw; ++i) {
@@ -365,6 +448,10 @@ int main(int argc, char **argv)
               (unsigned long long)s.live_eps, g_nw);
         CHECK(s.direct + s.staged >= (uint64_t)(g_nw * (g_nw - 1)),
               "fewer RDMA transfers than endpoints");
+    }
+    if (stored_dir != NULL) {
+        CHECK(stored_since(stored_dir, t0), "no crossover of the RDMA wire stored in %s by this run "
+              "(calibration failed or did not run)", stored_dir);
     }
     if (g_expect_flush) {
         CHECK(s.cuda_flushes > 0, "no cuFlushGPUDirectRDMAWrites after direct RDMA into device memory");

@@ -27,6 +27,14 @@ info_c=$(LD_PRELOAD=$plugin ucx_info -c 2>&1)
 for v in PATH THRESH CHUNK_SIZE SLOTS SEG_SIZE FAKE; do
     check "ucx_info -c shows UCX_GDRPIPE_RDMA_$v" grep -q "^UCX_GDRPIPE_RDMA_$v=" <<< "$info_c"
 done
+# RDMA_THRESH=auto (default): per (GPU, port) calibration, its own settings
+for v in THRESH=auto CALIBRATE=auto CALIB_DIR= CALIB_BUDGET= CALIB_WAIT= CALIB_MAX_SIZE= \
+         FAKE_LATENCY= FAKE_BW= FAKE_DEV_BW=; do
+    check "ucx_info -c shows UCX_GDRPIPE_RDMA_$v..." grep -q "^UCX_GDRPIPE_RDMA_$v" <<< "$info_c"
+done
+set_r=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_THRESH=inf UCX_GDRPIPE_RDMA_CALIBRATE=off ucx_info -c 2>&1)
+check "UCX_GDRPIPE_RDMA_THRESH=inf and RDMA_CALIBRATE=off are accepted" \
+    bash -c 'grep -q "^UCX_GDRPIPE_RDMA_THRESH=inf" <<< "$1" && grep -q "^UCX_GDRPIPE_RDMA_CALIBRATE=off" <<< "$1"' _ "$set_r"
 for v in SEG_SIZE FIFO_SIZE BW LAT COPY_H2D_BW COPY_D2H_BW COPY_LAT CUDA_LIB; do
     check "ucx_info -c shows UCX_GDRPIPE_$v" grep -q "^UCX_GDRPIPE_$v=" <<< "$info_c"
 done

@@ -60,11 +60,29 @@ inline constexpr std::size_t kFallbackThresh = model::kNever;
 // possible), obtained once per process. Thread-safe; the reference stays valid.
 const PairChoice &pair_choice(int local_dev, int remote_dev, const CrossoverConfig &cfg);
 
+// The obtain step of any wire (pair_choice's, the RDMA wire's per port:
+// include/gdrpipe/rdma/port_crossover.hpp): cache or measure through
+// model::obtain_shared with cfg's mode/dir/wait, fill c (origin, thresh,
+// cache_path, took_ms); on failure c.thresh = fallback_thresh, a warning,
+// nothing stored. The caller logs "crossover for <label> <describe()>".
+struct ObtainRequest {
+    model::CalibKey key;
+    model::ProberFactory make;
+    model::CalibOptions options;
+    std::string lock_name; // "": the key's
+    std::size_t fallback_thresh = kFallbackThresh;
+    std::string fallback_what = "direct wherever it works";
+};
+void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig &cfg);
+
 // Same as the CLI's key, so gdrpipe-calibrate fills the plugin's cache.
 model::CalibKey device_pair_key(int dev_a, int dev_b /* < 0: host memory */, bool peer);
 
 // "GPU-xxxxxxxx-xxxx-..." of an ordinal ("" when invalid).
 std::string gpu_uuid_string(int ordinal);
+
+// "GPU 1a2b3c4d..5e6f" (the label of the log lines; "GPU <n>" without a UUID).
+std::string gpu_label(int ordinal);
 
 // Forgets every pair (tests).
 void reset_pair_choices();
