@@ -128,12 +128,13 @@ TEST_CASE("rdma port crossover: measured where the fabric puts it, then from the
         const bool near = c.thresh >= c.model_thresh && t > expected / 2 && t < expected * 2;
         // a new process: the map is empty, the cache answers without measuring
         const std::size_t thresh = c.thresh;
+        const std::string cache_path = c.cache_path; // `c` dies with the reset below
         reset_port_choices();
         f.fail_alloc = true; // measuring now would fail
         const pipeline::PairChoice &again = port_choice(pc, f.config());
         CHECK(again.origin == pipeline::PairOrigin::cache);
         CHECK(again.thresh == thresh);
-        CHECK(again.describe().find("from cache " + c.cache_path) != std::string::npos);
+        CHECK(again.describe().find("from cache " + cache_path) != std::string::npos);
         CHECK(f.allocs == 2);
         ok = near;
     }
