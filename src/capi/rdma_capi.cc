@@ -131,7 +131,8 @@ struct gp_rdma_ep {
     gdrpipe::pipeline::CrossoverConfig xcfg;
     std::size_t fallback_thresh = gdrpipe::model::kNever;
     std::uint32_t slot_size = 0, slots = 0;
-    int choice_dev = -2; // the device whose threshold the engine has now
+    int choice_dev = -2; // the device `choice` is of
+    const gdrpipe::pipeline::PairChoice *choice = nullptr;
     bool failed = false;
     std::size_t inflight = 0;
     struct Copy {
@@ -216,10 +217,10 @@ gdrpipe::pipeline::CrossoverConfig crossover_config(const gp_rdma_ep_config_t *c
     return x;
 }
 
-// The measured (or cached, or fallback) threshold of local GPU `device` on
-// this endpoint's port; the first call per (device, port) in the process
-// obtains it (calibrating now through the port when nothing is cached).
-std::size_t port_threshold(gp_rdma_ep *ep, int device) {
+// The measured (or cached, or fallback) rule of local GPU `device` on this
+// endpoint's port; the first call per (device, port) in the process obtains
+// it (calibrating now through the port when nothing is cached).
+const gdrpipe::pipeline::PairChoice &port_rule(gp_rdma_ep *ep, int device) {
     gp_rdma_dev *dev = ep->dev;
     PortCalibration pc;
     pc.gpu = device;
@@ -265,7 +266,7 @@ std::size_t port_threshold(gp_rdma_ep *ep, int device) {
     pc.transfer.slot_size = ep->slot_size;
     pc.transfer.slots = ep->slots;
     pc.fallback_thresh = ep->fallback_thresh;
-    return port_choice(pc, ep->xcfg).thresh;
+    return port_choice(pc, ep->xcfg);
 }
 
 } // namespace
@@ -519,10 +520,18 @@ int gp_rdma_ep_start(gp_rdma_ep_t *ep, int is_get, void *local, size_t len, uint
         }
         cb(arg, st);
     };
-    const PathChoice pc = to_choice(path, ep->path);
-    if (ep->auto_thresh && pc == PathChoice::automatic && device != ep->choice_dev) {
-        ep->eng->set_direct_threshold(device < 0 ? gdrpipe::model::kNever : port_threshold(ep, device));
-        ep->choice_dev = device;
+    PathChoice pc = to_choice(path, ep->path);
+    if (ep->auto_thresh && pc == PathChoice::automatic) {
+        if (device != ep->choice_dev) {
+            ep->choice = device < 0 ? nullptr : &port_rule(ep, device);
+            ep->choice_dev = device;
+        }
+        // host memory: direct wherever it works; a device: the port's rule
+        // (either orientation: the engine is told "direct if possible" or
+        // "staged")
+        if (ep->choice != nullptr && ep->choice->path_for(len) == gdrpipe::model::Path::staged)
+            pc = PathChoice::staged;
+        ep->eng->set_direct_threshold(gdrpipe::model::kNever);
     }
     const std::uint64_t direct_before = ep->eng->stats().direct;
     const int rc = is_get ? ep->eng->get(b, remote_addr, k.value(), done, pc)

@@ -224,7 +224,7 @@ bool parse_body(const std::vector<std::string> &lines, const CalibKey &expect, C
             ok = t.size() == 2;
             if (ok) {
                 ok = false;
-                for (int i = 0; i <= static_cast<int>(CrossoverKind::multiple); ++i) {
+                for (int i = 0; i <= static_cast<int>(CrossoverKind::staged_below); ++i) {
                     if (t[1] == crossover_kind_name(static_cast<CrossoverKind>(i))) {
                         x.kind = static_cast<CrossoverKind>(i);
                         ok = true;
@@ -232,6 +232,9 @@ bool parse_body(const std::vector<std::string> &lines, const CalibKey &expect, C
                 }
             }
             have_kind = ok;
+        } else if (k == "below") {
+            ok = t.size() == 2 && (t[1] == "direct" || t[1] == "staged");
+            if (ok) x.below = t[1] == "direct" ? Path::direct : Path::staged;
         } else if (k == "switches") {
             ok = t.size() == 2 && parse_i(t[1], &x.measured_switches);
         } else if (k == "regret") {
@@ -290,6 +293,7 @@ std::string serialize_record(const CalibKey &key, const CalibRecord &rec) {
     const Crossover &x = m.crossover();
     s += "threshold " + fmt_z(x.threshold) + "\n";
     s += std::string("kind ") + crossover_kind_name(x.kind) + "\n";
+    s += std::string("below ") + path_name(x.below) + "\n";
     s += "switches " + std::to_string(x.measured_switches) + "\n";
     s += "regret " + fmt_d(x.regret) + "\n";
     for (const SizeRange &r : x.staged_ranges) s += "staged_range " + fmt_z(r.lo) + " " + fmt_z(r.hi) + "\n";

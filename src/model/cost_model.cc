@@ -194,6 +194,7 @@ const char *crossover_kind_name(CrossoverKind k) noexcept {
     case CrossoverKind::staged_always: return "staged-always";
     case CrossoverKind::single: return "single";
     case CrossoverKind::multiple: return "multiple";
+    case CrossoverKind::staged_below: return "staged-below";
     }
     return "?";
 }
@@ -249,54 +250,68 @@ CostModel CostModel::fit(std::vector<MeasuredPoint> table, const PipelineParams 
     m.staged_ = fit_path(sp, pipeline.chunk_bytes);
     m.table_ = rows;
 
-    auto fdiff = [&m](std::size_t n) { return m.direct_.predict(n) - m.staged_.predict(n); };
-
-    // candidate thresholds: always staged, one per gap, never staged
-    std::vector<std::size_t> cand;
-    cand.push_back(0);
-    for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
+    // candidate rules: always staged, one threshold per gap in each
+    // orientation, never staged
+    auto gap_threshold = [&](std::size_t i, Path below) -> std::size_t {
         const std::size_t lo = rows[i].bytes, hi = rows[i + 1].bytes;
+        const Path above = other_path(below);
+        const double bl = rows[i].time(below).value_or(kInf), al = rows[i].time(above).value_or(kInf);
+        const double bh = rows[i + 1].time(below).value_or(kInf), ah = rows[i + 1].time(above).value_or(kInf);
+        // f(n) < 0 where `below` is cheaper by the fits
+        auto f = [&m, below](std::size_t n) {
+            return m.predict(below, n) - m.predict(other_path(below), n);
+        };
         std::size_t t;
-        const double tdl = rows[i].direct_s.value_or(kInf), tsl = rows[i].staged_s.value_or(kInf);
-        const double tdh = rows[i + 1].direct_s.value_or(kInf), tsh = rows[i + 1].staged_s.value_or(kInf);
         if (hi - lo <= 1) {
             t = hi;
-        } else if (!std::isfinite(tdh)) {
-            t = lo + 1; // direct stops working somewhere in the gap: switch early
-        } else if (!std::isfinite(tsl)) {
+        } else if (!std::isfinite(bh)) {
+            t = lo + 1; // `below` stops working somewhere in the gap: switch early
+        } else if (!std::isfinite(al)) {
             t = hi;
-        } else if (std::isfinite(tdl) && std::isfinite(tsh) && (tdl < tsl) != (tdh < tsh)) {
+        } else if (std::isfinite(bl) && std::isfinite(ah) && (bl < al) != (bh < ah)) {
             // the measured curves cross in the gap: interpolate in log-log
-            const double dl = std::log(tdl / tsl), dh = std::log(tdh / tsh);
+            const double dl = std::log(bl / al), dh = std::log(bh / ah);
             const double ll = std::log(static_cast<double>(lo)), lh = std::log(static_cast<double>(hi));
             t = static_cast<std::size_t>(std::ceil(std::exp(ll + (0.0 - dl) / (dh - dl) * (lh - ll))));
-        } else if (fdiff(lo) < 0 && fdiff(hi) >= 0) {
+        } else if (f(lo) < 0 && f(hi) >= 0) {
             std::size_t a = lo, b = hi; // f(a) < 0 <= f(b)
             while (b - a > 1) {
                 const std::size_t mid = a + (b - a) / 2;
-                if (fdiff(mid) >= 0) b = mid;
+                if (f(mid) >= 0) b = mid;
                 else a = mid;
             }
             t = b;
         } else {
             t = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(lo) * static_cast<double>(hi))));
         }
-        cand.push_back(std::clamp(t, lo + 1, hi));
-    }
-    cand.push_back(kNever);
+        return std::clamp(t, lo + 1, hi);
+    };
+    struct Rule {
+        std::size_t t;
+        Path below;
+    };
+    std::vector<Rule> cand;
+    cand.push_back({0, Path::direct});
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i) cand.push_back({gap_threshold(i, Path::direct), Path::direct});
+    cand.push_back({kNever, Path::direct});
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i) cand.push_back({gap_threshold(i, Path::staged), Path::staged});
 
     double best_score = kInf;
-    std::size_t best_t = kNever;
-    for (std::size_t t : cand) {
+    Rule best{kNever, Path::direct};
+    for (const Rule &r : cand) {
         double s = 0;
-        for (const MeasuredPoint &p : rows) s += regret_of(p, p.bytes >= t ? Path::staged : Path::direct);
-        if (s < best_score) {
+        for (const MeasuredPoint &p : rows) {
+            s += regret_of(p, p.bytes < r.t ? r.below : other_path(r.below));
+        }
+        // strictly better only: on a tie the earlier (usual-form) rule stays
+        if (s < best_score - 1e-12) {
             best_score = s;
-            best_t = t;
+            best = r;
         }
     }
     Crossover &x = m.crossover_;
-    x.threshold = rows.empty() ? kNever : best_t;
+    x.threshold = rows.empty() ? kNever : best.t;
+    x.below = rows.empty() ? Path::direct : best.below;
     x.regret = rows.empty() ? 0.0 : best_score;
 
     // winner changes along the sizes, ignoring near-ties (within 5 %)
@@ -312,6 +327,7 @@ CostModel CostModel::fit(std::vector<MeasuredPoint> table, const PipelineParams 
         last = w;
     }
     if (x.measured_switches >= 2) x.kind = CrossoverKind::multiple;
+    else if (x.below == Path::staged) x.kind = CrossoverKind::staged_below;
     else if (x.threshold == kNever) x.kind = CrossoverKind::direct_always;
     else if (x.threshold == 0) x.kind = CrossoverKind::staged_always;
     else x.kind = CrossoverKind::single;

@@ -210,7 +210,8 @@ std::string render_svg(const CalibRecord &rec, const PlotOptions &opt) {
         const bool right = px < (f.x0 + f.x1) / 2;
         s += "<text id=\"crossover-label\" x=\"" + num(right ? px + 6 : px - 6) + "\" y=\"" + num(f.y0 + 16) +
              "\" text-anchor=\"" + (right ? "start" : "end") + "\" fill=\"#2ca02c\">crossover " +
-             xml_escape(format_bytes(x.threshold)) + "</text>\n";
+             xml_escape(format_bytes(x.threshold)) +
+             (x.below == Path::staged ? " (staged below, direct from)" : "") + "</text>\n";
     } else {
         const std::string note = x.threshold == kNever ? "no crossover: direct at every size"
                                  : x.threshold == 0   ? "no crossover: staged at every size"

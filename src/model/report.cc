@@ -69,10 +69,14 @@ std::string format_threshold(const Crossover &x) {
     case CrossoverKind::staged_always: return "0: staged at every size";
     case CrossoverKind::single:
         return format_bytes(x.threshold) + " (direct below, staged from there on)";
+    case CrossoverKind::staged_below:
+        return format_bytes(x.threshold) + " (staged below, direct from there on)";
     case CrossoverKind::multiple:
         return (x.threshold == kNever ? std::string("never (direct at every size)")
                 : x.threshold == 0    ? std::string("0 (staged at every size)")
-                                      : format_bytes(x.threshold)) +
+                                      : format_bytes(x.threshold) + (x.below == Path::direct
+                                                                         ? " (direct below, staged from)"
+                                                                         : " (staged below, direct from)")) +
                "; the measured winner changes " + std::to_string(x.measured_switches) +
                " times, this single threshold has the least measured regret";
     }

@@ -41,14 +41,27 @@ constexpr double kStagedGain = 0.85;
 // plugin still staged there (sweep ratio 1.07), with 15 % it passed. Choosing
 // direct where staged would be less than 15 % faster costs at most that at the
 // few sizes concerned.
-std::size_t direct_biased(const model::CostModel &m, std::size_t thresh) {
+// Returns the rule's threshold moved so that staged is used only where its
+// fit is kStagedGain faster: up for "direct below", down for "staged below".
+std::size_t direct_biased(const model::CostModel &m, std::size_t thresh, model::Path below) {
     if (thresh == 0 || thresh == model::kNever) return thresh;
     if (!m.fit_of(model::Path::direct).available || !m.fit_of(model::Path::staged).available) return thresh;
-    for (double s = static_cast<double>(thresh); s <= 64.0 * static_cast<double>(thresh); s *= 1.02) {
-        const auto n = static_cast<std::size_t>(s);
-        if (m.predict(model::Path::staged, n) <= kStagedGain * m.predict(model::Path::direct, n)) return n;
+    auto clearly_staged = [&m](std::size_t n) {
+        return m.predict(model::Path::staged, n) <= kStagedGain * m.predict(model::Path::direct, n);
+    };
+    if (below == model::Path::direct) {
+        for (double s = static_cast<double>(thresh); s <= 64.0 * static_cast<double>(thresh); s *= 1.02) {
+            const auto n = static_cast<std::size_t>(s);
+            if (clearly_staged(n)) return n;
+        }
+        return thresh; // the fits never separate: keep the measured crossing
     }
-    return thresh; // the fits never separate: keep the measured crossing
+    // staged below: the last size under thresh where staged is clearly faster
+    for (double s = static_cast<double>(thresh); s >= static_cast<double>(thresh) / 64.0 && s >= 1.0; s /= 1.02) {
+        const auto n = static_cast<std::size_t>(s);
+        if (n < thresh && clearly_staged(n)) return n + 1;
+    }
+    return thresh;
 }
 
 std::string short_uuid(const std::string &u) {
@@ -58,7 +71,7 @@ std::string short_uuid(const std::string &u) {
 
 void obtain(PairChoice &c, const CrossoverConfig &cfg) {
     ObtainRequest r;
-    r.key = device_pair_key(c.local_dev, c.remote_dev, true);
+    r.key = device_pair_key(c.src_dev, c.dst_dev, c.src_dev >= 0 && c.dst_dev >= 0);
     r.options.max_bytes = cfg.max_bytes;
     r.options.budget_s = cfg.budget_s;
     // the staged ring of a peer is 4 rings of chunk x depth in shared memory:
@@ -67,12 +80,14 @@ void obtain(PairChoice &c, const CrossoverConfig &cfg) {
                                   std::size_t{2} << 20, std::size_t{4} << 20};
     r.options.depth_candidates = {2, 4, 8};
     r.lock_name = model::pair_lock_name(r.key.local_gpu_uuid, r.key.remote_gpu_uuid);
-    const int a = c.local_dev, b = c.remote_dev;
+    const int a = c.src_dev, b = c.dst_dev;
     const std::size_t cap = cfg.max_bytes;
     r.make = [a, b, cap](std::string *err) -> std::unique_ptr<model::Prober> {
         ProberConfig pc;
         pc.dev_a = a;
         pc.dev_b = b;
+        pc.to_host = b < 0;
+        pc.from_host = a < 0;
         pc.capacity = cap;
         return CudaProber::create(pc, err);
     };
@@ -108,7 +123,8 @@ void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig 
     }
     c.origin = got.source == model::Source::cache ? PairOrigin::cache : PairOrigin::measured;
     c.model_thresh = got.record.model.crossover().threshold;
-    c.thresh = direct_biased(got.record.model, c.model_thresh);
+    c.below = got.record.model.crossover().below;
+    c.thresh = direct_biased(got.record.model, c.model_thresh, c.below);
     // The calibrated shape replaces the default only when it was clearly
     // faster in the measurement: the in-process probe does not see the
     // per-chunk cost of the cross-process pipeline (control, the peer's
@@ -143,9 +159,11 @@ const char *pair_origin_name(PairOrigin o) noexcept {
 std::string PairChoice::describe() const {
     std::string s = "= " + (thresh == model::kNever ? std::string("never (direct at every size)")
                             : thresh == 0           ? std::string("0 (staged at every size)")
-                                                    : std::to_string(thresh) + " bytes");
+                            : below == model::Path::direct
+                                ? std::to_string(thresh) + " bytes (direct below, staged from)"
+                                : std::to_string(thresh) + " bytes (staged below, direct from)");
     if (model_thresh != thresh && model_thresh != 0 && model_thresh != model::kNever)
-        s += " (measured crossing " + std::to_string(model_thresh) + ", staged from 15 % faster)";
+        s += " (measured crossing " + std::to_string(model_thresh) + ", staged where 15 % faster)";
     char buf[96];
     switch (origin) {
     case PairOrigin::measured:
@@ -187,42 +205,44 @@ std::string gpu_label(int ordinal) {
 
 model::CalibKey device_pair_key(int dev_a, int dev_b, bool peer) {
     cuda::DeviceManager &dm = cuda::devices();
-    const cuda::DeviceProps *pa = dm.props(dev_a);
+    const cuda::DeviceProps *pa = dev_a >= 0 ? dm.props(dev_a) : nullptr;
     const cuda::DeviceProps *pb = dev_b >= 0 ? dm.props(dev_b) : nullptr;
     model::CalibKey key;
-    key.local_gpu_uuid = gpu_uuid_string(dev_a);
-    key.local_pci_bus_id = pa != nullptr ? pa->pci_bus_id : "";
+    key.local_gpu_uuid = pa != nullptr ? gpu_uuid_string(dev_a) : "host";
+    key.local_pci_bus_id = pa != nullptr ? pa->pci_bus_id : "host";
     key.remote_gpu_uuid = pb != nullptr ? gpu_uuid_string(dev_b) : "host";
     key.remote_pci_bus_id = pb != nullptr ? pb->pci_bus_id : "host";
     // the driver API only says whether peer access is possible, not over which link
-    key.peer_relation = dev_b < 0 ? "host" : peer ? "p2p" : "none";
+    key.peer_relation = (dev_a < 0 || dev_b < 0) ? "host" : peer ? "p2p" : "none";
     key.wire_kind = "intra-host";
     key.driver_version = std::to_string(cuda::driver().version());
     key.gdrpipe_version = GP_VERSION;
     return key;
 }
 
-const PairChoice &pair_choice(int local_dev, int remote_dev, const CrossoverConfig &cfg) {
+static std::string side_label(int dev) { return dev < 0 ? std::string("host") : gpu_label(dev); }
+
+const PairChoice &pair_choice(int src_dev, int dst_dev, const CrossoverConfig &cfg) {
     std::lock_guard<std::mutex> lock(g_mu);
     auto &m = choices();
-    auto it = m.find({local_dev, remote_dev});
+    auto it = m.find({src_dev, dst_dev});
     if (it != m.end()) return *it->second;
     auto c = std::make_unique<PairChoice>();
-    c->local_dev = local_dev;
-    c->remote_dev = remote_dev;
-    c->label = "GPU " + short_uuid(gpu_uuid_string(local_dev)) + "->" + short_uuid(gpu_uuid_string(remote_dev));
+    c->src_dev = src_dev;
+    c->dst_dev = dst_dev;
+    c->label = side_label(src_dev) + "->" + side_label(dst_dev);
     cuda::DeviceManager &dm = cuda::devices();
-    if (local_dev == remote_dev) {
+    if (src_dev == dst_dev) {
         c->origin = PairOrigin::same_device;
         c->thresh = model::kNever;
-    } else if (remote_dev < 0 || !dm.can_access_peer(local_dev, remote_dev)) {
+    } else if (src_dev >= 0 && dst_dev >= 0 && !dm.can_access_peer(src_dev, dst_dev)) {
         c->origin = PairOrigin::no_peer;
         c->thresh = 0;
     } else {
         obtain(*c, cfg);
     }
     GP_INFO("crossover for %s %s", c->label.c_str(), c->describe().c_str());
-    return *m.emplace(std::make_pair(local_dev, remote_dev), std::move(c)).first->second;
+    return *m.emplace(std::make_pair(src_dev, dst_dev), std::move(c)).first->second;
 }
 
 void reset_pair_choices() {

@@ -45,6 +45,15 @@ bool CudaProber::setup(std::string *err) {
     if (!drv.available()) return fail("CUDA is not available: " + drv.why_not());
     cuda::DeviceManager &dm = cuda::devices();
     const int n = dm.count();
+    if (cfg_.to_host && cfg_.from_host) return fail("host memory on both sides: nothing to probe");
+    if (cfg_.from_host) {
+        if (cfg_.dev_b < 0 || cfg_.dev_b >= n)
+            return fail("device " + std::to_string(cfg_.dev_b) + " does not exist (" + std::to_string(n) +
+                        " device(s))");
+        if (!check(dm.stream(cfg_.dev_b, kSlot, &stream_b_), "stream on B")) return fail("");
+        if (!ensure_capacity(std::max<std::size_t>(cfg_.capacity, 1))) return fail("");
+        return true;
+    }
     if (cfg_.dev_a < 0 || cfg_.dev_a >= n)
         return fail("device " + std::to_string(cfg_.dev_a) + " does not exist (" + std::to_string(n) +
                     " device(s))");
@@ -85,9 +94,14 @@ bool CudaProber::ensure_capacity(std::size_t bytes) {
         dst_dev_ = 0;
     }
     std::free(dst_host_);
-    dst_host_ = nullptr;
+    std::free(src_host_);
+    dst_host_ = src_host_ = nullptr;
     cap_ = 0;
-    {
+    if (cfg_.from_host) {
+        src_host_ = std::malloc(bytes);
+        if (src_host_ == nullptr) return check(CUDA_ERROR_OUT_OF_MEMORY, "malloc source");
+        std::memset(src_host_, 0x5a, bytes); // fault the pages in before timing
+    } else {
         cuda::ScopedContext c(dm, cfg_.dev_a);
         if (!check(c.status(), "make device A current") || !check(api().cuMemAlloc(&src_, bytes), "cuMemAlloc on A"))
             return false;
@@ -111,8 +125,8 @@ bool CudaProber::ensure_ring(std::size_t chunk, int depth) {
     const std::size_t need = chunk * static_cast<std::size_t>(depth);
     if (need <= ring_cap_) return true;
     drain();
-    cuda::ScopedContext c(cuda::devices(), cfg_.dev_a);
-    if (!check(c.status(), "make device A current")) return false;
+    cuda::ScopedContext c(cuda::devices(), ring_dev());
+    if (!check(c.status(), "make the ring's device current")) return false;
     if (ring_ != nullptr) {
         api().cuMemFreeHost(ring_);
         ring_ = nullptr;
@@ -131,7 +145,7 @@ bool CudaProber::ensure_ring(std::size_t chunk, int depth) {
 
 bool CudaProber::ensure_events(int depth) {
     cuda::DeviceManager &dm = cuda::devices();
-    while (static_cast<int>(first_done_.size()) < depth) {
+    while (!cfg_.from_host && static_cast<int>(first_done_.size()) < depth) {
         CUevent ev = nullptr;
         if (!check(dm.acquire_event(cfg_.dev_a, &ev), "event on A")) return false;
         first_done_.push_back(ev);
@@ -157,18 +171,22 @@ void CudaProber::release_all() noexcept {
     for (CUevent ev : second_done_) dm.release_event(cfg_.dev_b, ev);
     first_done_.clear();
     second_done_.clear();
-    if (src_ != 0 || ring_ != nullptr) {
+    if (src_ != 0) {
         cuda::ScopedContext c(dm, cfg_.dev_a);
-        if (src_ != 0) api().cuMemFree(src_);
-        if (ring_ != nullptr) api().cuMemFreeHost(ring_);
+        api().cuMemFree(src_);
+    }
+    if (ring_ != nullptr) {
+        cuda::ScopedContext c(dm, ring_dev());
+        api().cuMemFreeHost(ring_);
     }
     if (dst_dev_ != 0) {
         cuda::ScopedContext c(dm, cfg_.dev_b);
         api().cuMemFree(dst_dev_);
     }
     std::free(dst_host_);
+    std::free(src_host_);
     src_ = dst_dev_ = 0;
-    ring_ = dst_host_ = nullptr;
+    ring_ = dst_host_ = src_host_ = nullptr;
     cap_ = ring_cap_ = 0;
 }
 
@@ -176,7 +194,7 @@ std::optional<double> CudaProber::time_once(model::Path p, std::size_t bytes,
                                             const model::PipelineParams &pp) {
     if (bytes == 0 || !ensure_capacity(bytes)) return std::nullopt;
     if (p == model::Path::direct) {
-        if (!cfg_.to_host && !peer_) return std::nullopt;
+        if (!cfg_.to_host && !cfg_.from_host && !peer_) return std::nullopt;
         if (!warm_direct_) {
             if (!run_direct(std::min<std::size_t>(bytes, 1 << 20))) return std::nullopt;
             warm_direct_ = true;
@@ -196,9 +214,20 @@ std::optional<double> CudaProber::time_once(model::Path p, std::size_t bytes,
 
 std::optional<double> CudaProber::run_direct(std::size_t bytes) {
     cuda::DeviceManager &dm = cuda::devices();
+    const cuda::Api &a = api();
+    if (cfg_.from_host) {
+        cuda::ScopedContext c(dm, cfg_.dev_b);
+        if (!check(c.status(), "make device B current")) return std::nullopt;
+        const double t0 = now_s();
+        if (!check(a.cuMemcpyHtoDAsync(dst_dev_, src_host_, bytes, stream_b_), "direct copy")) {
+            drain();
+            return std::nullopt;
+        }
+        if (!check(a.cuStreamSynchronize(stream_b_), "direct copy (synchronize)")) return std::nullopt;
+        return now_s() - t0;
+    }
     cuda::ScopedContext c(dm, cfg_.dev_a);
     if (!check(c.status(), "make device A current")) return std::nullopt;
-    const cuda::Api &a = api();
     const double t0 = now_s();
     CUresult r;
     if (cfg_.to_host) {
@@ -233,7 +262,10 @@ std::optional<double> CudaProber::run_staged(std::size_t bytes, const model::Pip
         const std::size_t slot = i % depth;
         const std::size_t off = i * chunk, len = len_of(i);
         unsigned char *buf = ring + slot * chunk;
-        {
+        if (cfg_.from_host) {
+            // the slot is free: its previous chunk's H2D completed (complete())
+            std::memcpy(buf, static_cast<const unsigned char *>(src_host_) + off, len);
+        } else {
             cuda::ScopedContext c(dm, cfg_.dev_a);
             if (!check(c.status(), "make device A current") ||
                 !check(a.cuMemcpyDtoHAsync(buf, src_ + off, len, stream_a_), "staged D2H") ||
@@ -243,7 +275,8 @@ std::optional<double> CudaProber::run_staged(std::size_t bytes, const model::Pip
         if (cfg_.to_host) return true;
         cuda::ScopedContext c(dm, cfg_.dev_b);
         return check(c.status(), "make device B current") &&
-               check(a.cuStreamWaitEvent(stream_b_, first_done_[slot], 0), "wait for D2H event") &&
+               (cfg_.from_host ||
+                check(a.cuStreamWaitEvent(stream_b_, first_done_[slot], 0), "wait for D2H event")) &&
                check(a.cuMemcpyHtoDAsync(dst_dev_ + off, buf, len, stream_b_), "staged H2D") &&
                check(a.cuEventRecord(second_done_[slot], stream_b_), "record H2D event");
     };
@@ -251,6 +284,7 @@ std::optional<double> CudaProber::run_staged(std::size_t bytes, const model::Pip
     auto complete = [&](std::size_t i) -> bool {
         const std::size_t slot = i % depth;
         if (!cfg_.to_host) return check(a.cuEventSynchronize(second_done_[slot]), "wait for H2D");
+        // to_host: the second stage is this memcpy
         if (!check(a.cuEventSynchronize(first_done_[slot]), "wait for D2H")) return false;
         std::memcpy(dst_host + i * chunk, ring + slot * chunk, len_of(i));
         return true;

@@ -41,11 +41,15 @@ constexpr unsigned kSlotDirect = 1;
 // calibrated pipeline shapes are capped at this many bytes per ring
 constexpr size_t kMaxCalibratedRing = size_t{32} << 20;
 
-// The threshold of one (local device, remote device) pair as this engine
+// "GPU <n>" or "host" (log lines of configured thresholds)
+std::string side_name(int dev) { return dev < 0 ? std::string("host") : "GPU " + std::to_string(dev); }
+
+// The threshold of one (source, destination) pair as this engine
 // uses it, and what it did with it (stats report).
 struct PairUse {
     const PairChoice *choice = nullptr; // null: configured threshold
     size_t thresh = SIZE_MAX;
+    model::Path below = model::Path::direct; // path under thresh
     uint64_t direct = 0, staged = 0;    // completed transfers
 };
 
@@ -543,25 +547,36 @@ struct XferEngine::Impl {
         }
     }
 
-    // The pair's threshold (PATH=auto, device key). Also records the
-    // calibrated pipeline shape for the peer's rings if not yet created.
+    // The rule of the transfer's (source, destination) pair (PATH=auto,
+    // device key). Also records the calibrated pipeline shape for the peer's
+    // rings if not yet created. nullptr: configured/fallback threshold.
     PairUse *pair_for(Xfer *x) {
         if (x->rkey.kind != GP_RKEY_CUDA_IPC && x->rkey.kind != GP_RKEY_CUDA_VMM) return nullptr;
         if (!cuda::driver().available()) return nullptr;
-        const int local = x->mem.dev;
-        if (local < 0) return nullptr; // host or mixed local memory: configured/fallback
+        // -1: pageable/host local memory; mixed host and device: no pair
+        const int local = x->mem.all_host ? -1 : x->mem.dev;
+        if (local < 0 && !x->mem.all_host) return nullptr;
         const bool loopback = x->rkey.pid == ::getpid();
         const int remote = loopback ? x->rkey.device : device_by_uuid(x->rkey.dev_uuid);
-        auto key = std::make_pair(local, remote);
+        if (remote < 0) return nullptr; // not visible here: the direct path falls back
+        // device pairs are keyed local -> remote whatever the direction (the
+        // prober times local's copy engine pushing to remote; NVLink and
+        // PCIe peer copies are measured about symmetric); host memory has
+        // two different shapes: D2H to pageable memory (a get) and H2D
+        // from it (a put)
+        const bool host_get = local < 0 && x->is_get;
+        const int src = host_get ? remote : local, dst = host_get ? local : remote;
+        auto key = std::make_pair(src, dst);
         auto it = pairs.find(key);
         if (it == pairs.end()) {
             PairUse u;
             if (cfg.thresh == GP_THRESH_AUTO) {
-                u.choice = &pair_choice(local, remote, xcfg);
+                u.choice = &pair_choice(src, dst, xcfg);
                 u.thresh = u.choice->thresh;
+                u.below = u.choice->below;
             } else {
                 u.thresh = cfg.thresh;
-                GP_INFO("crossover for GPU %d->%d = %s (configured)", local, remote,
+                GP_INFO("crossover for %s->%s = %s (configured)", side_name(src).c_str(), side_name(dst).c_str(),
                         u.thresh == SIZE_MAX ? "never (direct at every size)"
                                              : (std::to_string(u.thresh) + " bytes").c_str());
             }
@@ -845,13 +860,18 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
     // direct path below the threshold (GP_RKEY_CUDA_NONE: counted fallback)
     // (thresh: configured, or measured per device pair: crossover.hpp)
     size_t thresh = m.cfg.thresh == GP_THRESH_AUTO ? kFallbackThresh : m.cfg.thresh;
+    model::Path below = model::Path::direct;
     if (m.cfg.path == GP_PATH_AUTO) {
         x->pair = m.pair_for(x.get());
-        if (x->pair != nullptr) thresh = x->pair->thresh;
+        if (x->pair != nullptr) {
+            thresh = x->pair->thresh;
+            below = x->pair->below;
+        }
     }
+    const bool auto_direct = (x->len < thresh) == (below == model::Path::direct);
     const bool want_direct =
         rkey->kind != GP_RKEY_HOST &&
-        (m.cfg.path == GP_PATH_DIRECT || (m.cfg.path == GP_PATH_AUTO && x->len < thresh));
+        (m.cfg.path == GP_PATH_DIRECT || (m.cfg.path == GP_PATH_AUTO && auto_direct));
     if (want_direct && !m.try_direct(x.get())) m.st.fallbacks++;
     if (x->direct && x->toks.empty()) {
         m.finish(x.get(), 0); // copied synchronously: complete, no callback
@@ -909,8 +929,7 @@ std::string XferEngine::format_stats() const {
         if (u.choice != nullptr) {
             s += "\ncrossover for " + u.choice->label + " " + u.choice->describe() + buf;
         } else {
-            s += "\ncrossover for GPU " + std::to_string(kv.first.first) + "->" +
-                 std::to_string(kv.first.second) + " = " +
+            s += "\ncrossover for " + side_name(kv.first.first) + "->" + side_name(kv.first.second) + " = " +
                  (u.thresh == SIZE_MAX ? std::string("never") : std::to_string(u.thresh) + " bytes") +
                  " (configured)" + buf;
         }

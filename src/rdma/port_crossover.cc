@@ -77,7 +77,7 @@ const pipeline::PairChoice &port_choice(const PortCalibration &pc, const pipelin
     auto it = m.find(id);
     if (it != m.end()) return *it->second;
     auto c = std::make_unique<pipeline::PairChoice>();
-    c->local_dev = pc.gpu;
+    c->src_dev = pc.gpu; // the local GPU; the port's side is the wire
     c->label = pc.gpu_label + " via " + pc.port.name + " (rdma)";
 
     pipeline::ObtainRequest r;

@@ -10,6 +10,7 @@ namespace {
 struct End {
   char* p = nullptr;
   bool dev = false;  // device-resident (timing), else host
+  bool pageable = false;  // host memory the driver does not know (timing)
   int ordinal = -1;
   std::shared_ptr<Backing> keep;
 };
@@ -22,6 +23,7 @@ CUresult resolve(uintptr_t addr, size_t n, Want want, End& e) {
     if (g->va.contains(addr)) return CUDA_ERROR_INVALID_VALUE;  // freed / unknown device VA
     if (want == Want::Device) return CUDA_ERROR_INVALID_VALUE;
     e.p = reinterpret_cast<char*>(addr);  // pageable host memory
+    e.pageable = true;
     return CUDA_SUCCESS;
   }
   if (addr + n > a->base + a->size || addr + n < addr) return CUDA_ERROR_INVALID_VALUE;
@@ -47,8 +49,8 @@ bool peer_active(int a, int b) {
 
 Path pick_path(const End& s, const End& d) {
   if (!s.dev && !d.dev) return P_H2H;
-  if (!s.dev) return P_H2D;
-  if (!d.dev) return P_D2H;
+  if (!s.dev) return s.pageable && g->topo.path[P_H2D_PG].set ? P_H2D_PG : P_H2D;
+  if (!d.dev) return d.pageable && g->topo.path[P_D2H_PG].set ? P_D2H_PG : P_D2H;
   if (s.ordinal == d.ordinal) return P_D2D;
   return peer_active(s.ordinal, d.ordinal) ? P_PEER : P_NOPEER;
 }
@@ -57,7 +59,9 @@ Path pick_path(const End& s, const End& d) {
 // serialize on its bandwidth); different links run concurrently.
 Op copy_op(End s, End d, size_t n, int fill) {
   Path path = pick_path(s, d);
-  uint64_t link = uint64_t(path) << 32 | uint64_t(s.ordinal + 1) << 16 | uint64_t(d.ordinal + 1);
+  // pageable and pinned copies share the device's host link
+  const Path lp = path == P_H2D_PG ? P_H2D : path == P_D2H_PG ? P_D2H : path;
+  uint64_t link = uint64_t(lp) << 32 | uint64_t(s.ordinal + 1) << 16 | uint64_t(d.ordinal + 1);
   Op op;
   op.fn = [s, d, n, fill, path, link] {
     double t0 = now_s();

@@ -22,8 +22,10 @@
 namespace sim {
 
 // ---------------------------------------------------------------- timing --
-enum Path { P_H2D, P_D2H, P_D2D, P_PEER, P_NOPEER, P_H2H, P_COUNT };
-struct PathModel { double lat_s = 0; double bw_Bps = 0; };  // bw 0: unlimited
+// *_PG: copies between a device and pageable (unregistered) host memory;
+// unless the topology sets them they time as h2d / d2h.
+enum Path { P_H2D, P_D2H, P_D2D, P_PEER, P_NOPEER, P_H2H, P_H2D_PG, P_D2H_PG, P_COUNT };
+struct PathModel { double lat_s = 0; double bw_Bps = 0; bool set = false; };  // bw 0: unlimited
 struct Topology {
   PathModel path[P_COUNT];
   // p2p groups: devices in one group can access each other

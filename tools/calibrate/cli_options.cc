@@ -9,11 +9,12 @@
 namespace gdrpipe::calibrate_tool {
 
 const char *const kUsage =
-    "usage: gdrpipe-calibrate [-a DEV] [-b DEV|host] [--max SIZE] [--budget SECONDS]\n"
+    "usage: gdrpipe-calibrate [-a DEV|host] [-b DEV|host] [--max SIZE] [--budget SECONDS]\n"
     "                         [--cache-dir DIR] [--force] [--no-cache] [--svg FILE] [-q]\n"
     "Measures the direct (peer copy) and the host-staged path between two GPUs of this\n"
-    "machine (or GPU -> host memory with -b host) and prints where one overtakes the other.\n"
-    "  -a DEV            source device (default 0)\n"
+    "machine (or GPU -> host memory with -b host, host memory -> GPU with -a host) and\n"
+    "prints where one overtakes the other.\n"
+    "  -a DEV|host       source device (default 0), or pageable host memory\n"
     "  -b DEV|host       destination device (default 1), or pageable host memory\n"
     "  --max SIZE        largest message size probed (default 64M; K/M/G are binary)\n"
     "  --budget SECONDS  time allowed for the measurements (default 2)\n"
@@ -72,9 +73,14 @@ std::optional<CliOptions> parse_cli(int argc, char **argv, std::string *err) {
         if (arg == "-h" || arg == "--help") {
             o.help = true;
         } else if (arg == "-a") {
-            auto d = parse_device(val);
-            if (!d) return bad("-a: not a device number: " + val);
-            o.dev_a = *d;
+            if (val == "host") {
+                o.from_host = true;
+            } else {
+                auto d = parse_device(val);
+                if (!d) return bad("-a: not a device number or 'host': " + val);
+                o.dev_a = *d;
+                o.from_host = false;
+            }
         } else if (arg == "-b") {
             if (val == "host") {
                 o.to_host = true;
@@ -110,7 +116,8 @@ std::optional<CliOptions> parse_cli(int argc, char **argv, std::string *err) {
             return bad("unknown argument: " + arg);
         }
     }
-    if (!o.to_host && o.dev_a == o.dev_b) return bad("-a and -b name the same device");
+    if (o.to_host && o.from_host) return bad("-a host and -b host: one side must be a device");
+    if (!o.to_host && !o.from_host && o.dev_a == o.dev_b) return bad("-a and -b name the same device");
     return o;
 }
 

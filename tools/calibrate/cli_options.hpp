@@ -9,7 +9,8 @@ namespace gdrpipe::calibrate_tool {
 struct CliOptions {
     int dev_a = 0;
     int dev_b = 1;
-    bool to_host = false; // -b host
+    bool to_host = false;   // -b host
+    bool from_host = false; // -a host
     std::size_t max_bytes = std::size_t{64} << 20;
     double budget_s = 2.0;
     std::string cache_dir; // "" = CalibCache::default_dir()

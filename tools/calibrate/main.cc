@@ -70,6 +70,7 @@ int run(const CliOptions &o) {
     pc.dev_a = o.dev_a;
     pc.dev_b = o.dev_b;
     pc.to_host = o.to_host;
+    pc.from_host = o.from_host;
     pc.capacity = o.max_bytes;
     std::unique_ptr<CudaProber> prober = CudaProber::create(pc, &err);
     if (!prober) {
@@ -78,17 +79,18 @@ int run(const CliOptions &o) {
     }
 
     gc::DeviceManager &dm = gc::devices();
-    const gc::DeviceProps *pa = dm.props(o.dev_a);
+    const gc::DeviceProps *pa = o.from_host ? nullptr : dm.props(o.dev_a);
     const gc::DeviceProps *pb = o.to_host ? nullptr : dm.props(o.dev_b);
     // the plugin's key too: this run fills the cache the plugin reads
-    const gm::CalibKey key = gdrpipe::pipeline::device_pair_key(o.dev_a, o.to_host ? -1 : o.dev_b,
-                                                                prober->peer_access());
-
-    std::printf("gdrpipe-calibrate %s: device %d (%s, %s) -> %s, peer access: %s\n", GP_VERSION, o.dev_a,
-                pa->name.c_str(), pa->pci_bus_id.c_str(),
-                pb ? ("device " + std::to_string(o.dev_b) + " (" + pb->name + ", " + pb->pci_bus_id + ")").c_str()
-                   : "host memory",
-                o.to_host ? "n/a" : prober->peer_access() ? "yes" : "no");
+    const gm::CalibKey key = gdrpipe::pipeline::device_pair_key(
+        o.from_host ? -1 : o.dev_a, o.to_host ? -1 : o.dev_b, prober->peer_access());
+    auto side = [](int dev, const gc::DeviceProps *p) {
+        return p != nullptr ? "device " + std::to_string(dev) + " (" + p->name + ", " + p->pci_bus_id + ")"
+                            : std::string("host memory");
+    };
+    std::printf("gdrpipe-calibrate %s: %s -> %s, peer access: %s\n", GP_VERSION, side(o.dev_a, pa).c_str(),
+                side(o.dev_b, pb).c_str(),
+                (o.to_host || o.from_host) ? "n/a" : prober->peer_access() ? "yes" : "no");
     std::fflush(stdout);
 
     std::optional<gm::CalibCache> cache;

@@ -1,6 +1,6 @@
-// The direct/staged threshold per (local device, remote device) pair, for the
-// engine's PATH=auto with thresh == GP_THRESH_AUTO (docs/crossover.md,
-// "In the plugin").
+// The direct/staged rule per (source, destination) pair of a transfer's data
+// (a device ordinal, or host memory), for the engine's PATH=auto with thresh
+// == GP_THRESH_AUTO (docs/crossover.md, "In the plugin").
 //
 // The first transfer of a pair obtains the crossover: from the on-disk cache
 // when valid, else by calibrating now between the two devices with the
@@ -9,7 +9,10 @@
 // process's lifetime and logged once at INFO level. When the direct path is
 // impossible (remote device not visible, no peer access) nothing is measured:
 // staged. A failed calibration stores nothing and falls back to kFallback.
+// Pairs with host memory on one side (pageable user memory against a peer's
+// device buffer) are calibrated the same way with the prober's host modes.
 #pragma once
+#include "gdrpipe/model/cost_model.hpp"
 #include "gdrpipe/model/shared_obtain.hpp"
 #include "gdrpipe/model/types.hpp"
 
@@ -39,10 +42,15 @@ enum class PairOrigin : int {
 const char *pair_origin_name(PairOrigin o) noexcept;
 
 struct PairChoice {
-    int local_dev = -1;
-    int remote_dev = -1;
-    std::size_t thresh = model::kNever; // staged from this size on
+    int src_dev = -1; // where the data comes from (-1: host memory)
+    int dst_dev = -1; // where it goes (-1: host memory)
+    // the rule: `below` under thresh, the other path from it on
+    std::size_t thresh = model::kNever;
+    model::Path below = model::Path::direct;
     std::size_t model_thresh = model::kNever; // the calibration's own crossing
+    model::Path path_for(std::size_t bytes) const noexcept {
+        return bytes < thresh ? below : model::other_path(below);
+    }
     bool have_pipeline = false;         // `pipeline` was calibrated
     model::PipelineParams pipeline;
     PairOrigin origin = PairOrigin::fallback;
@@ -56,9 +64,10 @@ struct PairChoice {
 // (the previous fixed default, right for NVLink pairs).
 inline constexpr std::size_t kFallbackThresh = model::kNever;
 
-// The choice for a pair (both ordinals valid and different, peer access
-// possible), obtained once per process. Thread-safe; the reference stays valid.
-const PairChoice &pair_choice(int local_dev, int remote_dev, const CrossoverConfig &cfg);
+// The choice for data moving from src_dev to dst_dev (ordinals; -1 = host
+// memory, at most one side), obtained once per process. Thread-safe; the
+// reference stays valid.
+const PairChoice &pair_choice(int src_dev, int dst_dev, const CrossoverConfig &cfg);
 
 // The obtain step of any wire (pair_choice's, the RDMA wire's per port:
 // include/gdrpipe/rdma/port_crossover.hpp): cache or measure through
@@ -76,7 +85,8 @@ struct ObtainRequest {
 void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig &cfg);
 
 // Same as the CLI's key, so gdrpipe-calibrate fills the plugin's cache.
-model::CalibKey device_pair_key(int dev_a, int dev_b /* < 0: host memory */, bool peer);
+// dev_a: the source, dev_b: the destination (< 0: host memory).
+model::CalibKey device_pair_key(int dev_a, int dev_b, bool peer);
 
 // "GPU-xxxxxxxx-xxxx-..." of an ordinal ("" when invalid).
 std::string gpu_uuid_string(int ordinal);

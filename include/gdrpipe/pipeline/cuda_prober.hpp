@@ -2,11 +2,13 @@
 // devices of this process (or a device and host memory).
 //
 // direct: one copy device A -> device B (cuMemcpyPeerAsync; requires peer
-//         access, else unavailable), or device A -> pageable host memory.
+//         access, else unavailable), or device A -> pageable host memory
+//         (to_host), or pageable host memory -> device B (from_host).
 // staged: chunks D2H from A into a pinned host ring, then H2D to B (or a host
 //         memcpy into the destination), `depth` chunks in flight; D2H runs on
 //         a stream of A, H2D on a stream of B and waits for its chunk's D2H
 //         event; a ring slot is reused only once its second stage completed.
+//         from_host: a host memcpy of the chunk into the ring, then its H2D.
 // Both are timed with the host steady clock from first issue to completion.
 // Shared by gdrpipe-calibrate and the plugin's per-pair calibration
 // (crossover.hpp); its streams are slot 4 of each device, which no data path uses.
@@ -26,7 +28,8 @@ namespace gdrpipe::pipeline {
 struct ProberConfig {
     int dev_a = 0;
     int dev_b = 1;      // ignored when to_host
-    bool to_host = false;
+    bool to_host = false;   // A -> pageable host memory
+    bool from_host = false; // pageable host memory -> B (dev_a ignored)
     std::size_t capacity = 0; // bytes allocated up front (largest size probed)
 };
 
@@ -55,6 +58,7 @@ private:
     std::optional<double> run_direct(std::size_t bytes);
     std::optional<double> run_staged(std::size_t bytes, const model::PipelineParams &pp);
     bool check(CUresult r, const char *what);
+    int ring_dev() const noexcept { return cfg_.from_host ? cfg_.dev_b : cfg_.dev_a; }
     void drain() noexcept;
     void release_all() noexcept;
 
@@ -64,7 +68,8 @@ private:
     CUstream stream_b_ = nullptr;
     CUdeviceptr src_ = 0;      // on A
     CUdeviceptr dst_dev_ = 0;  // on B (device mode)
-    void *dst_host_ = nullptr; // pageable (host mode)
+    void *dst_host_ = nullptr; // pageable (to_host)
+    void *src_host_ = nullptr; // pageable (from_host)
     std::size_t cap_ = 0;
     void *ring_ = nullptr;     // pinned, portable
     std::size_t ring_cap_ = 0;

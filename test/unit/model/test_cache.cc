@@ -312,3 +312,24 @@ TEST_CASE("default cache directory follows XDG_CACHE_HOME, then HOME", "[model][
     if (old_xdg) ::setenv("XDG_CACHE_HOME", sx.c_str(), 1);
     if (old_home) ::setenv("HOME", sh.c_str(), 1);
 }
+
+TEST_CASE("an inverted rule (staged below) survives the cache", "[model][cache]") {
+    TempDir d;
+    const CalibCache cache(d.path);
+    CalibRecord rec;
+    std::vector<MeasuredPoint> t;
+    for (std::size_t n = 1; n <= (std::size_t{64} << 20); n *= 4)
+        t.push_back({n, 60e-6 + static_cast<double>(n) / 40e9, 5e-6 + static_cast<double>(n) / 12e9});
+    rec.model = CostModel::fit(t, PipelineParams{});
+    rec.date = "2026-11-30T12:00:00Z";
+    REQUIRE(rec.model.below() == Path::staged);
+    REQUIRE(cache.store(key_a(), rec));
+    const std::string text = read_all(cache.path_for(key_a()));
+    CHECK(text.find("below staged\n") != std::string::npos);
+    CHECK(text.find("kind staged-below\n") != std::string::npos);
+    const std::optional<CalibRecord> back = cache.load(key_a());
+    REQUIRE(back.has_value());
+    CHECK(*back == rec);
+    CHECK(back->model.choose(1) == Path::staged);
+    CHECK(back->model.choose(std::size_t{64} << 20) == Path::direct);
+}

@@ -29,11 +29,13 @@ Path measured_winner(const MeasuredPoint &p) {
     return p.staged_s.value_or(inf) < p.direct_s.value_or(inf) ? Path::staged : Path::direct;
 }
 
-double regret_for(const std::vector<MeasuredPoint> &t, std::size_t thr) {
+// summed capped regret of the rule "`below` under thr, the other path from it"
+double regret_for(const std::vector<MeasuredPoint> &t, std::size_t thr, Path below = Path::direct) {
     double sum = 0;
     for (const MeasuredPoint &p : t) {
         const double best = std::min(*p.direct_s, *p.staged_s);
-        sum += std::min((p.bytes >= thr ? *p.staged_s : *p.direct_s) / best - 1.0, 1.0); // capped
+        const bool staged = (p.bytes >= thr) == (below == Path::direct);
+        sum += std::min((staged ? *p.staged_s : *p.direct_s) / best - 1.0, 1.0); // capped
     }
     return sum;
 }
@@ -147,12 +149,51 @@ TEST_CASE("two crossings: the single threshold with least regret is kept and rec
     const CostModel m = CostModel::fit(t, PipelineParams{});
     CHECK(m.crossover().kind == CrossoverKind::multiple);
     CHECK(m.crossover().measured_switches == 2);
-    // brute force over every rule of the form "staged from size x on"
+    // brute force over every rule "staged from size x on" and "staged below x"
     double best = regret_for(t, kNever);
     best = std::min(best, regret_for(t, 0));
-    for (const MeasuredPoint &p : t) best = std::min(best, regret_for(t, p.bytes));
-    CHECK(regret_for(t, m.threshold()) == Approx(best));
+    for (const MeasuredPoint &p : t) {
+        best = std::min(best, regret_for(t, p.bytes));
+        best = std::min(best, regret_for(t, p.bytes, Path::staged));
+    }
+    CHECK(regret_for(t, m.threshold(), m.below()) == Approx(best));
     CHECK(m.crossover().regret == Approx(best));
+}
+
+TEST_CASE("inverted shape: staged below the crossing, direct from it on", "[model][crossover]") {
+    // GPU -> pageable host memory on the H200 machine: staging through pinned
+    // memory has the lower latency, the driver's pageable copy the higher
+    // bandwidth
+    const auto t = table_of(linear(60e-6, 40e9), linear(5e-6, 12e9));
+    const CostModel m = CostModel::fit(t, PipelineParams{});
+    // analytic: 5us + n/12G = 60us + n/40G  ->  n = 55e-6 / (1/12e9 - 1/40e9)
+    const double want = 55e-6 / (1 / 12e9 - 1 / 40e9);
+    CHECK(m.crossover().kind == CrossoverKind::staged_below);
+    CHECK(m.below() == Path::staged);
+    CHECK(static_cast<double>(m.threshold()) == Approx(want).epsilon(0.02));
+    for (const MeasuredPoint &p : t) {
+        INFO("size " << p.bytes);
+        CHECK(m.choose(p.bytes) == measured_winner(p));
+    }
+    CHECK(m.choose(1) == Path::staged);
+    CHECK(m.choose(std::size_t{64} << 20) == Path::direct);
+    CHECK(m.crossover().regret == Approx(0.0).margin(1e-9));
+    // the fit's staged range is [1, crossing)
+    REQUIRE(m.crossover().staged_ranges.size() == 1);
+    CHECK(m.crossover().staged_ranges[0].lo == 1);
+    CHECK(static_cast<double>(m.crossover().staged_ranges[0].hi) == Approx(want).epsilon(0.01));
+    // the usual form would have had to pick one path everywhere: worse
+    double usual = std::min(regret_for(t, kNever), regret_for(t, 0));
+    for (const MeasuredPoint &p : t) usual = std::min(usual, regret_for(t, p.bytes));
+    CHECK(usual > 1.0);
+}
+
+TEST_CASE("a tie between the two forms keeps the usual one", "[model][crossover]") {
+    // direct wins everywhere by far: "never" and "staged below 1" are the
+    // same rule; the report must say direct-always
+    const CostModel m = CostModel::fit(table_of(linear(8e-6, 300e9), linear(14e-6, 10e9)), PipelineParams{});
+    CHECK(m.crossover().kind == CrossoverKind::direct_always);
+    CHECK(m.below() == Path::direct);
 }
 
 TEST_CASE("always-direct and always-staged tables", "[model][crossover]") {
@@ -192,4 +233,9 @@ TEST_CASE("fixed and restored models", "[model][crossover]") {
     const CostModel m = CostModel::fit(table_of(linear(6e-6, 3e9), linear(10e-6, 10e9)), PipelineParams{});
     const CostModel r = CostModel::restore(m.fit_of(Path::direct), m.fit_of(Path::staged), m.crossover(), m.table());
     CHECK(r == m);
+    const CostModel inv = CostModel::fit(table_of(linear(60e-6, 40e9), linear(5e-6, 12e9)), PipelineParams{});
+    const CostModel ri =
+        CostModel::restore(inv.fit_of(Path::direct), inv.fit_of(Path::staged), inv.crossover(), inv.table());
+    CHECK(ri == inv);
+    CHECK(ri.choose(1) == Path::staged);
 }

@@ -218,3 +218,26 @@ TEST_CASE("report flags a threshold that loses at a measured size", "[model][rep
     CHECK(r.find("-50.0 %") != std::string::npos); // chose direct at 1 KiB, staged takes half
     CHECK(r.find("+100.0 %") != std::string::npos);
 }
+
+TEST_CASE("report and plot say when staged is the path below the crossing", "[model][report]") {
+    CalibRecord rec;
+    std::vector<MeasuredPoint> t;
+    for (std::size_t n = 1; n <= (std::size_t{64} << 20); n *= 4)
+        t.push_back({n, 60e-6 + static_cast<double>(n) / 40e9, 5e-6 + static_cast<double>(n) / 12e9});
+    rec.model = CostModel::fit(t, PipelineParams{});
+    REQUIRE(rec.model.below() == Path::staged);
+    const std::string r = format_report(rec, Source::measured);
+    CHECK(r.find(format_bytes(rec.model.threshold()) + " (staged below, direct from there on)") !=
+          std::string::npos);
+    // the chosen column follows the rule: staged at 1 B, direct at 64 MiB
+    std::istringstream in(r);
+    std::string line, first_row, last_row;
+    while (std::getline(in, line)) {
+        if (line.find("  1 B ") != std::string::npos) first_row = line;
+        if (line.find("64 MiB") != std::string::npos) last_row = line;
+    }
+    CHECK(first_row.find("staged") != std::string::npos);
+    CHECK(last_row.find("direct") != std::string::npos);
+    const std::string svg = render_svg(rec);
+    CHECK(svg.find("(staged below, direct from)") != std::string::npos);
+}

@@ -206,3 +206,37 @@ TEST_CASE("auto threshold: calibration off without a cached entry uses the fallb
     REQUIRE(run_pair(a, serve_b, 60) == "");
     unsetenv("GDRPIPE_SIM_TOPO");
 }
+
+TEST_CASE("auto threshold with host memory on one side: the inverted rule", "[pipeline][sim][crossover]") {
+    SKIP_WITHOUT_SIM();
+    // the H200 machine's shape: pageable copies win large sizes only
+    setenv("GDRPIPE_SIM_TOPO", "host-inverted", 1);
+    TempDir td;
+    const std::string dir = td.path;
+    auto body = [dir](Node &n) -> int {
+        if (int rc = node_setup(n, {auto_config(dir)})) return rc;
+        // a get (GPU 1 -> host) and a put (host -> GPU 1), small then large
+        PT_CHECK(get_put(n, 0, kHost, kDev1, 4 * kKiB, 11) == 0);
+        auto s = n.eng()->stats();
+        PT_CHECK(s.staged.xfers == 2 && s.direct.xfers == 0);
+        PT_CHECK(get_put(n, 0, kHost, kDev1, 8 * kMiB, 12) == 0);
+        s = n.eng()->stats();
+        const std::string report = n.eng()->format_stats();
+        std::fprintf(stderr, "%s\n", report.c_str());
+        PT_CHECK(s.direct.xfers == 2 && s.staged.xfers == 2);
+        PT_CHECK(s.failed == 0 && s.fallbacks == 0);
+        // two pairs, one per direction, each measured and inverted
+        PT_CHECK(report.find("->host = ") != std::string::npos);
+        PT_CHECK(report.find("crossover for host->GPU") != std::string::npos);
+        size_t inverted = 0;
+        for (size_t at = 0; (at = report.find("(staged below, direct from)", at)) != std::string::npos; ++at)
+            ++inverted;
+        PT_CHECK(inverted == 2);
+        PT_CHECK(cache_files(dir).size() == 2);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(body, serve_b, 90) == "");
+    unsetenv("GDRPIPE_SIM_TOPO");
+}
