@@ -141,7 +141,11 @@ double timed_copy(Ctx &c, CUevent ev, Wait w, CUdeviceptr dst, CUdeviceptr src, 
     CUstream s = c.streams[0];
     auto t0 = Clock::now();
     if (w == Wait::api) {
+        // cuMemcpy returns before device-to-device and pageable
+        // host-to-device copies have landed: wait for the legacy stream too
+        // (a no-op for the others), so this times completion like the rest
         CK(cu.cuMemcpy(dst, src, n));
+        CK(cu.cuStreamSynchronize(CU_STREAM_LEGACY));
         return us_since(t0);
     }
     CK(cu.cuMemcpyAsync(dst, src, n, s));

@@ -285,6 +285,14 @@ struct XferEngine::Impl {
             st.failed++;
         }
         release_ring(x, status != 0);
+        if (x->imp && x->rkey.kind == GP_RKEY_CUDA_POOL) {
+            // CUDA: a pool pointer must be freed in every importing process
+            // before the exporting process frees it. The owner may free once
+            // this transfer completes, so the import is not kept: dropped
+            // from the cache here, closed (cuMemFree) with its last reference
+            // -- before the completion callback runs.
+            import_cache().invalidate(x->imp.info().space, x->imp.info().addr, x->imp.info().len);
+        }
         x->imp.reset();
     }
 

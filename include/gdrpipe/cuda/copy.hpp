@@ -28,12 +28,15 @@ struct CopyOptions {
     int device = -1;      // -1: infer from the pointers
     unsigned slot = 0;    // stream slot (< DeviceManager::kStreamSlots)
     // copy() only: use the driver's synchronous cuMemcpy instead of an async
-    // copy on the slot's stream plus a stream synchronize. Measured on the
-    // H200 pair (bench/RESULTS.md, gdrpipe_physref "single"): up to 2 us
-    // faster for device-to-device and pageable host-to-device copies up to
-    // 64 KiB, the same for device to host, slower for pinned host to device.
-    // It is ordered with the context's legacy default stream. With device < 0
-    // copy() decides by itself: everything but pinned host to device.
+    // copy on the slot's stream plus a stream synchronize. It is ordered with
+    // the context's legacy default stream (where an application's pageable
+    // copies into pool/VMM memory may still be in flight). cuMemcpy returns
+    // before device-to-device and pageable host-to-device copies land, so
+    // copy() then also synchronizes the legacy stream when the destination
+    // is (or may be) device memory: it returns once the data has landed.
+    // (Session 2 measured this mode "up to 2 us faster" by timing cuMemcpy's
+    // return only: wrong.) With device < 0 copy() decides by itself:
+    // everything but pinned host to device.
     bool sync_api = false;
 };
 
