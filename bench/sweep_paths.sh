@@ -21,13 +21,16 @@
 #   --budget S       calibration budget in seconds (UCX_GDRPIPE_CALIB_BUDGET, default 0.5)
 #   --calib-max SIZE largest size the calibration measures (UCX_GDRPIPE_CALIB_MAX_SIZE)
 #   --calib-dir D    calibration cache (default: a fresh temporary directory)
+#   --mem TYPES      buffers (gdrpipe_ucp_sweep -d): cuda (default), or per rank,
+#                    e.g. cuda,host (rank 0 GPU memory, rank 1 pageable host memory)
 # Rank r uses GPU r (of those visible): run on a machine with 2 GPUs.
 # Exit status: 0 when the bound holds at every size, 1 otherwise, 2 on errors.
 set -u
-topo= scale=1 sizes= around=1 iters=10 small_iters= warmup=2 reps=3 bound=1.05 budget=0.5 calib_dir=
+mem=cuda topo= scale=1 sizes= around=1 iters=10 small_iters= warmup=2 reps=3 bound=1.05 budget=0.5 calib_dir=
 while [ $# -gt 1 ]; do
     case $1 in
     --topo) topo=$2; shift 2 ;;
+    --mem) mem=$2; shift 2 ;;
     --scale) scale=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --no-around) around=0; shift ;;
@@ -49,7 +52,7 @@ plugin=$build/plugin/libuct_gdrpipe.so
 [ -x "$exe" ] || { echo "missing $exe" >&2; exit 2; }
 [ -f "$plugin" ] || { echo "missing $plugin" >&2; exit 2; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+[ -n "${KEEP_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
 [ -n "$calib_dir" ] || calib_dir=$work/calib
 if [ -z "$sizes" ]; then
     sizes=1
@@ -74,7 +77,7 @@ fi
 run() {
     local mode=$1 list=$2 out=$3 rc
     UCX_GDRPIPE_PATH=$mode UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
-        timeout 600 "$exe" -d cuda $yield -T -S "$list" \
+        timeout 600 "$exe" -d "$mem" $yield -T -S "$list" \
         -i "$iters" -I "$small_iters" -x "$warmup" >"$out" 2>"$out.log"
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
@@ -89,11 +92,11 @@ t0=$(date +%s.%N)
 run auto 1M "$work/calib.txt"
 t1=$(date +%s.%N)
 echo "# calibration run (both directions, incl. start-up): $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s"
-echo "# thresholds (staged from): $(grep -h "^threshold " "$calib_dir"/crossover-*.txt 2>/dev/null | awk '{print $2}' | paste -sd' ' -)"
-grep -ho 'crossover for GPU.*' "$work"/calib.txt* | sed 's/^/#   /' | sort -u
+echo "# thresholds (cache: threshold, path below it): $(for f in "$calib_dir"/crossover-*.txt; do [ -f "$f" ] && echo "$(awk '/^threshold /{t=$2} /^below /{b=$2} END{print t"/"b}' "$f")"; done | paste -sd' ' -)"
+grep -ho 'crossover for .*= .*' "$work"/calib.txt* | sed 's/^/#   /' | sort -u
 # the measured crossings (cache) and the thresholds the plugin uses (its log)
 thresholds=$( (grep -h "^threshold " "$calib_dir"/crossover-*.txt 2>/dev/null | awk '{print $2}'
-    grep -ho 'crossover for GPU[^=]*= [0-9]* bytes' "$work"/calib.txt* | awk '{print $(NF-1)}') | sort -u)
+    grep -ho 'crossover for [^=]*= [0-9]* bytes' "$work"/calib.txt* | awk '{print $(NF-1)}') | sort -u)
 list=$sizes
 if [ $around = 1 ]; then
     # around the crossover (the median of the pair's directions): x0.5 .. x2
@@ -107,7 +110,7 @@ if [ $around = 1 ]; then
 fi
 list=$(echo "$list" | tr ',' '\n' | sort -n -u | paste -sd, -)
 echo "# sizes: $list"
-echo "# topology: ${topo:-real GPUs} time scale: $scale  iters: $iters ($small_iters up to 8 KiB)  reps: $reps  bound: $bound"
+echo "# buffers: $mem  topology: ${topo:-real GPUs} time scale: $scale  iters: $iters ($small_iters up to 8 KiB)  reps: $reps  bound: $bound"
 
 # measure TAG LIST REPS: REPS interleaved runs of the three modes, the order
 # rotating from one repetition to the next (no mode always runs first or last)
@@ -153,7 +156,7 @@ table() {
 }
 
 measure main "$list" "$reps"
-grep -ho 'crossover for GPU.*direct=.*' "$work"/main.auto.*.txt* | sort | uniq -c | sed 's/^/# auto stats: /' | head -4
+grep -ho 'crossover for .*direct=.*' "$work"/main.auto.*.txt* | sort | uniq -c | sed 's/^/# auto stats: /' | head -6
 if table main main; then
     printf "PASS: auto within %s x the faster path at every size\n" "$bound"
     exit 0

@@ -27,7 +27,8 @@
 #define GP_MAX_SIZES 64
 
 typedef struct {
-    gp_mem_t mem;
+    gp_mem_t mem;                /* -d: rank 0's buffers */
+    gp_mem_t mem1;               /* -d A,B: rank 1's (default: the same) */
     int device;
     size_t min_size, max_size;
     int iters, iters_large, bw_iters, bw_iters_large, skip, skip_large, window;
@@ -46,7 +47,8 @@ static void usage(const char *p)
            "  no -s/-c: fork both processes here (socketpair rendezvous)\n"
            "  -s        server: rank 0, waits on PORT (default 13337), prints\n"
            "  -c HOST   client: rank 1, connects to HOST:PORT\n"
-           "  -d TYPE   buffers: host (default) or cuda\n"
+           "  -d TYPE   buffers: host (default) or cuda; TYPE0,TYPE1 for different\n"
+           "            types in rank 0 and rank 1 (e.g. cuda,host)\n"
            "  -G DEV    CUDA device (default: rank %% device count)\n"
            "  -m        sizes (default 1:4M, powers of two)\n"
            "  -i N      latency iterations and bandwidth windows for every size\n"
@@ -63,7 +65,7 @@ static void usage(const char *p)
 
 static int parse(int argc, char **argv, sweep_opts_t *o)
 {
-    int c, small_iters = 0;
+    int c, small_iters = 0, mem_set = 0;
     *o = (sweep_opts_t){.mem = GP_MEM_HOST, .device = -1, .min_size = 1,
                         .max_size = 1 << 22, .iters = 1000, .iters_large = 100,
                         .bw_iters = 100, .bw_iters_large = 20,
@@ -74,12 +76,19 @@ static int parse(int argc, char **argv, sweep_opts_t *o)
         case 'c': o->host = optarg; break;
         case 'p': o->port = atoi(optarg); break;
         case 'd': {
+            char *comma = strchr(optarg, ',');
+            if (comma != NULL) {
+                *comma = '\0';
+            }
             int t = gp_mem_parse(optarg);
-            if (t < 0) {
-                fprintf(stderr, "-d takes host or cuda\n");
+            int t1 = comma != NULL ? gp_mem_parse(comma + 1) : t;
+            if (t < 0 || t1 < 0) {
+                fprintf(stderr, "-d takes host or cuda, or two of them: cuda,host\n");
                 return -1;
             }
             o->mem = (gp_mem_t)t;
+            o->mem1 = (gp_mem_t)t1;
+            mem_set = 1;
             break;
         }
         case 'G': o->device = atoi(optarg); break;
@@ -132,6 +141,9 @@ static int parse(int argc, char **argv, sweep_opts_t *o)
     if (small_iters > 0) {
         o->iters = small_iters; /* after -i, whatever the order */
     }
+    if (!mem_set) {
+        o->mem1 = o->mem;
+    }
     if (o->iters <= 0 || o->window <= 0 || o->skip < 0 || optind != argc ||
         (o->server && o->host)) {
         usage(argv[0]);
@@ -151,26 +163,28 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
 {
     gp_ucp_t u;
     const int peer = 1 - rank;
-    if (o->mem == GP_MEM_CUDA && gp_devmem_init(o->device, rank) != 0) {
+    const gp_mem_t mem = rank == 0 ? o->mem : o->mem1;
+    if (mem == GP_MEM_CUDA && gp_devmem_init(o->device, rank) != 0) {
         return 1;
     }
     if (gp_ucp_open(&u) != 0 || gp_ucp_connect(&u, fd, 0) != 0) {
         return 1;
     }
     u.yield_idle = o->yield_idle;
-    void *sbuf = gp_mem_alloc(o->mem, o->max_size);
-    void *rbuf = gp_mem_alloc(o->mem, o->max_size);
+    void *sbuf = gp_mem_alloc(mem, o->max_size);
+    void *rbuf = gp_mem_alloc(mem, o->max_size);
     ucs_status_ptr_t *reqs = calloc((size_t)o->window, sizeof(*reqs));
     const int max_iters = o->iters > o->iters_large ? o->iters : o->iters_large;
     double *samples = calloc((size_t)max_iters, sizeof(*samples));
     int failed = (sbuf == NULL || rbuf == NULL || reqs == NULL || samples == NULL);
     if (!failed) {
-        failed = gp_mem_set(o->mem, sbuf, 'a', o->max_size) != 0 ||
-                 gp_mem_set(o->mem, rbuf, 'b', o->max_size) != 0;
+        failed = gp_mem_set(mem, sbuf, 'a', o->max_size) != 0 ||
+                 gp_mem_set(mem, rbuf, 'b', o->max_size) != 0;
     }
     if (rank == 0 && !failed) {
         printf("# gdrpipe UCP Sweep v%s\n", GP_VERSION);
-        printf("# Buffers on %s\n", o->mem == GP_MEM_CUDA ? "DEVICE (D)" : "HOST (H)");
+        printf("# Buffers on %s (rank 0), %s (rank 1)\n", o->mem == GP_MEM_CUDA ? "DEVICE (D)" : "HOST (H)",
+               o->mem1 == GP_MEM_CUDA ? "DEVICE (D)" : "HOST (H)");
         const char *tls = getenv("UCX_TLS"), *proto = getenv("UCX_PROTO_ENABLE");
         printf("# UCX_TLS=%s UCX_PROTO_ENABLE=%s\n", tls ? tls : "(unset)",
                proto ? proto : "(unset)");
@@ -261,16 +275,16 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
         for (int dir = 0; dir < 2 && st == UCS_OK; ++dir) {
             uint32_t seed = gp_pattern_seed(size, (uint64_t)dir, dir);
             if (rank == dir) {
-                if (gp_mem_fill(o->mem, sbuf, size, seed) != 0) {
+                if (gp_mem_fill(mem, sbuf, size, seed) != 0) {
                     failed = 1;
                 }
                 st = gp_ucp_send(&u, sbuf, size, tag + 2, GP_OP_TIMEOUT);
             } else {
                 gp_mem_diff_t d;
-                gp_mem_set(o->mem, rbuf, 0, size);
+                gp_mem_set(mem, rbuf, 0, size);
                 st = gp_ucp_recv(&u, rbuf, size, tag + 2, &got, GP_OP_TIMEOUT);
                 if (st == UCS_OK &&
-                    (got != size || gp_mem_verify(o->mem, rbuf, size, seed, &d) != 0 ||
+                    (got != size || gp_mem_verify(mem, rbuf, size, seed, &d) != 0 ||
                      d.bad)) {
                     ++bad;
                 }
@@ -294,12 +308,12 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
     }
     (void)peer;
     gp_fd_barrier(fd);
-    gp_mem_free(o->mem, sbuf);
-    gp_mem_free(o->mem, rbuf);
+    gp_mem_free(mem, sbuf);
+    gp_mem_free(mem, rbuf);
     free(reqs);
     free(samples);
     gp_ucp_close(&u, failed);
-    if (o->mem == GP_MEM_CUDA) {
+    if (mem == GP_MEM_CUDA) {
         gp_devmem_fini();
     }
     return failed;
