@@ -1,8 +1,8 @@
 // extern "C" face of the RDMA wire (include/gdrpipe/capi_rdma.h), for the UCX
 // glue's RDMA transport. One gp_rdma_dev per port (verbs context, PD,
 // registrar, exposures shared by its endpoints), one TransferEngine per
-// endpoint. Stage steps: memcpy for host memory, asynchronous CUDA copies
-// (polled from gp_rdma_ep_progress) when a side is device memory.
+// endpoint. The staged path's chunk copies are the core's (the engine's
+// pipeline::ChunkPipe with pipeline::StreamCopier), polled by the engine.
 #include "gdrpipe/capi.h"
 #include "gdrpipe/capi_rdma.h"
 #include "gdrpipe/cuda/context.hpp"
@@ -134,51 +134,6 @@ struct gp_rdma_ep {
     int choice_dev = -2; // the device whose threshold the engine has now
     bool failed = false;
     std::size_t inflight = 0;
-    struct Copy {
-        gp_cuda_op_t *op;
-        StageOps::Done done;
-    };
-    std::vector<Copy> copies; // touched by the progress thread only
-
-    // A stage step: memcpy between host buffers, else an async CUDA copy.
-    void stage(const void *src, void *dst, std::size_t n, StageOps::Done done) {
-        gp_mem_info_t si, di;
-        const bool cuda = gp_cuda_available() != 0;
-        const bool dev_mem = cuda && ((gp_cuda_mem_query(src, &si) == 0 && si.kind != GP_MEM_HOST) ||
-                                      (gp_cuda_mem_query(dst, &di) == 0 && di.kind != GP_MEM_HOST));
-        if (!dev_mem) {
-            std::memcpy(dst, src, n);
-            done(0);
-            return;
-        }
-        char err[256];
-        gp_cuda_op_t *op = gp_cuda_copy_async(dst, src, n, err, sizeof(err));
-        if (op == nullptr) {
-            GP_WARN("rdma: stage copy of %zu bytes failed: %s", n, err);
-            done(-EIO);
-            return;
-        }
-        copies.push_back(Copy{op, std::move(done)});
-    }
-
-    unsigned poll_copies() {
-        unsigned n = 0;
-        for (std::size_t i = 0; i < copies.size();) {
-            char err[256];
-            const int r = gp_cuda_op_poll(copies[i].op, err, sizeof(err));
-            if (r == 0) {
-                ++i;
-                continue;
-            }
-            if (r < 0) GP_WARN("rdma: stage copy failed: %s", err);
-            Copy c = std::move(copies[i]);
-            copies.erase(copies.begin() + static_cast<std::ptrdiff_t>(i));
-            gp_cuda_op_release(c.op);
-            c.done(r < 0 ? -EIO : 0);
-            ++n;
-        }
-        return n;
-    }
 };
 
 namespace {
@@ -254,14 +209,7 @@ std::size_t port_threshold(gp_rdma_ep *ep, int device) {
         gdrpipe::cuda::ScopedContext c(gdrpipe::cuda::devices(), device);
         gdrpipe::cuda::driver().api().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
     };
-    // synchronous stage copies: the prober progresses only its engines
-    pc.mem.ops.stage_out = [](const void *s, void *d, std::size_t n, StageOps::Done done) {
-        char err[256];
-        const int r = gp_cuda_copy(d, s, n, err, sizeof(err));
-        if (r != 0) GP_WARN("rdma calibration: stage copy of %zu bytes failed: %s", n, err);
-        done(r != 0 ? -EIO : 0);
-    };
-    pc.mem.ops.stage_in = pc.mem.ops.stage_out;
+    // chunk copies: the engines' own (asynchronous, polled by their progress)
     pc.transfer.slot_size = ep->slot_size;
     pc.transfer.slots = ep->slots;
     pc.fallback_thresh = ep->fallback_thresh;
@@ -444,16 +392,11 @@ gp_rdma_ep_t *gp_rdma_ep_create(gp_rdma_dev_t *dev, const gp_rdma_ep_config_t *c
         g_cuda_flushes.fetch_add(1);
         return 0;
     };
-    StageOps ops;
-    ops.stage_out = [ep](const void *s, void *d, std::size_t n, StageOps::Done done) {
-        ep->stage(s, d, n, std::move(done));
-    };
-    ops.stage_in = ops.stage_out;
     auto on_error = [ep](int code, const std::string &why) {
         ep->failed = true;
         if (ep->err_cb != nullptr) ep->err_cb(ep->arg, code, why.c_str());
     };
-    auto e = TransferEngine::create(*dev->ctx, *dev->pd, *dev->reg, std::move(ops), tc, on_error);
+    auto e = TransferEngine::create(*dev->ctx, *dev->pd, *dev->reg, tc, on_error);
     if (!e) {
         set_err(err, errlen, e.error().message);
         delete ep;
@@ -472,13 +415,7 @@ void gp_rdma_ep_destroy(gp_rdma_ep_t *ep) {
         stats_acc().live.erase(ep);
         add(stats_acc().gone, ep->eng->stats());
     }
-    // stage copies in flight write into the engine's bounce slots
-    for (auto &c : ep->copies) {
-        gp_cuda_op_release(c.op); // waits
-        c.done(-ECANCELED);
-    }
-    ep->copies.clear();
-    ep->eng.reset();
+    ep->eng.reset(); // waits for its chunk copies
     dev_unref(ep->dev);
     delete ep;
 }
@@ -539,9 +476,8 @@ int gp_rdma_ep_start(gp_rdma_ep_t *ep, int is_get, void *local, size_t len, uint
 }
 
 unsigned gp_rdma_ep_progress(gp_rdma_ep_t *ep) {
-    unsigned n = ep->copies.empty() ? 0 : ep->poll_copies();
     const int r = ep->eng->progress();
-    return n + (r > 0 ? static_cast<unsigned>(r) : 0);
+    return r > 0 ? static_cast<unsigned>(r) : 0;
 }
 
 int gp_rdma_ep_idle(const gp_rdma_ep_t *ep) { return ep->inflight == 0 && ep->eng->idle(); }
