@@ -11,6 +11,7 @@
 #include "gdrpipe/log.hpp"
 #include "gdrpipe/model/shared_obtain.hpp"
 #include "gdrpipe/rdma/fake_backend.hpp"
+#include "gdrpipe/rdma/gpudirect.hpp"
 #include "gdrpipe/rdma/port_crossover.hpp"
 #include "gdrpipe/rdma/transfer.hpp"
 
@@ -42,6 +43,28 @@ FakeFabric *g_fake = nullptr;
 gp_rdma_fake_config_t g_fake_cfg{};
 std::atomic<std::uint64_t> g_starts{0};
 std::atomic<std::uint64_t> g_cuda_flushes{0};
+
+// The GPUDirect RDMA mode, probed once per process (logged by the probe).
+GpuDirect gpudirect_mode() {
+    static const GpuDirect mode = [] {
+        GpuDirectProbe p;
+        p.dmabuf_supported = [] {
+            if (gp_cuda_available() == 0) return false;
+            for (int d = 0; d < gdrpipe::cuda::devices().count(); ++d) {
+                if (gdrpipe::cuda::dmabuf_supported(d)) return true;
+            }
+            return false;
+        };
+        std::lock_guard<std::mutex> g(g_mu);
+        if (g_fake != nullptr) { // the fake device's own capabilities
+            p.verbs_has_dmabuf = g_fake_cfg.dmabuf != 0;
+            p.look_for_peermem = false;
+            p.peermem_present = g_fake_cfg.peermem != 0;
+        }
+        return probe_gpudirect(p);
+    }();
+    return mode;
+}
 
 Backend &backend() {
     std::lock_guard<std::mutex> g(g_mu);
@@ -252,9 +275,12 @@ int gp_rdma_list_ports(gp_rdma_port_t *ports, int max) {
     return static_cast<int>(all.size());
 }
 
+const char *gp_rdma_gpudirect_mode(void) { return to_string(gpudirect_mode()); }
+
 gp_rdma_dev_t *gp_rdma_dev_open(const char *port_name, const gp_rdma_dev_config_t *cfg,
                                 char *err, size_t errlen) {
     Backend &be = backend();
+    (void)gpudirect_mode(); // probed (and logged) once, before the first device
     for (const PortInfo &p : be.ports()) {
         if (p.name != port_name) continue;
         auto ctx = be.open(p);
