@@ -334,6 +334,10 @@ static ucs_status_t gdrpipe_rdma_md_open(uct_component_t *component, const char 
         return UCS_ERR_NO_DEVICE;
     }
     ucs_snprintf_zero(md->port, sizeof(md->port), "%s", md_name);
+    /* ucx_info -d prints no free text for an MD or resource: the mode goes
+     * to the log (UCX_LOG_LEVEL=info shows it in ucx_info -d) */
+    ucs_info("gdrpipe_rdma: %s: GPUDirect RDMA mode: %s", md_name,
+             gp_rdma_gpudirect_mode());
     md->super.ops       = &gdrpipe_rdma_md_ops;
     md->super.component = &gdrpipe_rdma_component;
     *md_p               = &md->super;

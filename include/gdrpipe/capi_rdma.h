@@ -56,6 +56,10 @@ void gp_rdma_dev_close(gp_rdma_dev_t *dev);
 /* Peers with the same fabric id can reach each other (IB: the GID subnet
  * prefix; RoCE: 0, anything; fake: this process). */
 uint64_t gp_rdma_dev_fabric_id(const gp_rdma_dev_t *dev);
+/* The GPUDirect RDMA mode of this process, probed once (at the first
+ * gp_rdma_dev_open; logged at INFO then): "dma-buf", "nvidia-peermem" or
+ * "none" (device memory staged only). */
+const char *gp_rdma_gpudirect_mode(void);
 
 /* ---- memory ------------------------------------------------------------- */
 #define GP_RDMA_RKEY_SIZE 24

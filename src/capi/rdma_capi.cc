@@ -1,8 +1,8 @@
 // extern "C" face of the RDMA wire (include/gdrpipe/capi_rdma.h), for the UCX
 // glue's RDMA transport. One gp_rdma_dev per port (verbs context, PD,
 // registrar, exposures shared by its endpoints), one TransferEngine per
-// endpoint. Stage steps: memcpy for host memory, asynchronous CUDA copies
-// (polled from gp_rdma_ep_progress) when a side is device memory.
+// endpoint. The staged path's chunk copies are the core's (the engine's
+// pipeline::ChunkPipe with pipeline::StreamCopier), polled by the engine.
 #include "gdrpipe/capi.h"
 #include "gdrpipe/capi_rdma.h"
 #include "gdrpipe/cuda/context.hpp"
@@ -11,6 +11,7 @@
 #include "gdrpipe/log.hpp"
 #include "gdrpipe/model/shared_obtain.hpp"
 #include "gdrpipe/rdma/fake_backend.hpp"
+#include "gdrpipe/rdma/gpudirect.hpp"
 #include "gdrpipe/rdma/port_crossover.hpp"
 #include "gdrpipe/rdma/transfer.hpp"
 
@@ -42,6 +43,28 @@ FakeFabric *g_fake = nullptr;
 gp_rdma_fake_config_t g_fake_cfg{};
 std::atomic<std::uint64_t> g_starts{0};
 std::atomic<std::uint64_t> g_cuda_flushes{0};
+
+// The GPUDirect RDMA mode, probed once per process (logged by the probe).
+GpuDirect gpudirect_mode() {
+    static const GpuDirect mode = [] {
+        GpuDirectProbe p;
+        p.dmabuf_supported = [] {
+            if (gp_cuda_available() == 0) return false;
+            for (int d = 0; d < gdrpipe::cuda::devices().count(); ++d) {
+                if (gdrpipe::cuda::dmabuf_supported(d)) return true;
+            }
+            return false;
+        };
+        std::lock_guard<std::mutex> g(g_mu);
+        if (g_fake != nullptr) { // the fake device's own capabilities
+            p.verbs_has_dmabuf = g_fake_cfg.dmabuf != 0;
+            p.look_for_peermem = false;
+            p.peermem_present = g_fake_cfg.peermem != 0;
+        }
+        return probe_gpudirect(p);
+    }();
+    return mode;
+}
 
 Backend &backend() {
     std::lock_guard<std::mutex> g(g_mu);
@@ -135,51 +158,6 @@ struct gp_rdma_ep {
     const gdrpipe::pipeline::PairChoice *choice = nullptr;
     bool failed = false;
     std::size_t inflight = 0;
-    struct Copy {
-        gp_cuda_op_t *op;
-        StageOps::Done done;
-    };
-    std::vector<Copy> copies; // touched by the progress thread only
-
-    // A stage step: memcpy between host buffers, else an async CUDA copy.
-    void stage(const void *src, void *dst, std::size_t n, StageOps::Done done) {
-        gp_mem_info_t si, di;
-        const bool cuda = gp_cuda_available() != 0;
-        const bool dev_mem = cuda && ((gp_cuda_mem_query(src, &si) == 0 && si.kind != GP_MEM_HOST) ||
-                                      (gp_cuda_mem_query(dst, &di) == 0 && di.kind != GP_MEM_HOST));
-        if (!dev_mem) {
-            std::memcpy(dst, src, n);
-            done(0);
-            return;
-        }
-        char err[256];
-        gp_cuda_op_t *op = gp_cuda_copy_async(dst, src, n, err, sizeof(err));
-        if (op == nullptr) {
-            GP_WARN("rdma: stage copy of %zu bytes failed: %s", n, err);
-            done(-EIO);
-            return;
-        }
-        copies.push_back(Copy{op, std::move(done)});
-    }
-
-    unsigned poll_copies() {
-        unsigned n = 0;
-        for (std::size_t i = 0; i < copies.size();) {
-            char err[256];
-            const int r = gp_cuda_op_poll(copies[i].op, err, sizeof(err));
-            if (r == 0) {
-                ++i;
-                continue;
-            }
-            if (r < 0) GP_WARN("rdma: stage copy failed: %s", err);
-            Copy c = std::move(copies[i]);
-            copies.erase(copies.begin() + static_cast<std::ptrdiff_t>(i));
-            gp_cuda_op_release(c.op);
-            c.done(r < 0 ? -EIO : 0);
-            ++n;
-        }
-        return n;
-    }
 };
 
 namespace {
@@ -255,14 +233,7 @@ const gdrpipe::pipeline::PairChoice &port_rule(gp_rdma_ep *ep, int device) {
         gdrpipe::cuda::ScopedContext c(gdrpipe::cuda::devices(), device);
         gdrpipe::cuda::driver().api().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
     };
-    // synchronous stage copies: the prober progresses only its engines
-    pc.mem.ops.stage_out = [](const void *s, void *d, std::size_t n, StageOps::Done done) {
-        char err[256];
-        const int r = gp_cuda_copy(d, s, n, err, sizeof(err));
-        if (r != 0) GP_WARN("rdma calibration: stage copy of %zu bytes failed: %s", n, err);
-        done(r != 0 ? -EIO : 0);
-    };
-    pc.mem.ops.stage_in = pc.mem.ops.stage_out;
+    // chunk copies: the engines' own (asynchronous, polled by their progress)
     pc.transfer.slot_size = ep->slot_size;
     pc.transfer.slots = ep->slots;
     pc.fallback_thresh = ep->fallback_thresh;
@@ -305,9 +276,12 @@ int gp_rdma_list_ports(gp_rdma_port_t *ports, int max) {
     return static_cast<int>(all.size());
 }
 
+const char *gp_rdma_gpudirect_mode(void) { return to_string(gpudirect_mode()); }
+
 gp_rdma_dev_t *gp_rdma_dev_open(const char *port_name, const gp_rdma_dev_config_t *cfg,
                                 char *err, size_t errlen) {
     Backend &be = backend();
+    (void)gpudirect_mode(); // probed (and logged) once, before the first device
     for (const PortInfo &p : be.ports()) {
         if (p.name != port_name) continue;
         auto ctx = be.open(p);
@@ -445,16 +419,11 @@ gp_rdma_ep_t *gp_rdma_ep_create(gp_rdma_dev_t *dev, const gp_rdma_ep_config_t *c
         g_cuda_flushes.fetch_add(1);
         return 0;
     };
-    StageOps ops;
-    ops.stage_out = [ep](const void *s, void *d, std::size_t n, StageOps::Done done) {
-        ep->stage(s, d, n, std::move(done));
-    };
-    ops.stage_in = ops.stage_out;
     auto on_error = [ep](int code, const std::string &why) {
         ep->failed = true;
         if (ep->err_cb != nullptr) ep->err_cb(ep->arg, code, why.c_str());
     };
-    auto e = TransferEngine::create(*dev->ctx, *dev->pd, *dev->reg, std::move(ops), tc, on_error);
+    auto e = TransferEngine::create(*dev->ctx, *dev->pd, *dev->reg, tc, on_error);
     if (!e) {
         set_err(err, errlen, e.error().message);
         delete ep;
@@ -473,13 +442,7 @@ void gp_rdma_ep_destroy(gp_rdma_ep_t *ep) {
         stats_acc().live.erase(ep);
         add(stats_acc().gone, ep->eng->stats());
     }
-    // stage copies in flight write into the engine's bounce slots
-    for (auto &c : ep->copies) {
-        gp_cuda_op_release(c.op); // waits
-        c.done(-ECANCELED);
-    }
-    ep->copies.clear();
-    ep->eng.reset();
+    ep->eng.reset(); // waits for its chunk copies
     dev_unref(ep->dev);
     delete ep;
 }
@@ -548,9 +511,8 @@ int gp_rdma_ep_start(gp_rdma_ep_t *ep, int is_get, void *local, size_t len, uint
 }
 
 unsigned gp_rdma_ep_progress(gp_rdma_ep_t *ep) {
-    unsigned n = ep->copies.empty() ? 0 : ep->poll_copies();
     const int r = ep->eng->progress();
-    return n + (r > 0 ? static_cast<unsigned>(r) : 0);
+    return r > 0 ? static_cast<unsigned>(r) : 0;
 }
 
 int gp_rdma_ep_idle(const gp_rdma_ep_t *ep) { return ep->inflight == 0 && ep->eng->idle(); }

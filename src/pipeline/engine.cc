@@ -5,12 +5,13 @@
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/log.hpp"
+#include "gdrpipe/pipeline/chunk_pipe.hpp"
 #include "gdrpipe/pipeline/control.hpp"
 #include "gdrpipe/pipeline/crossover.hpp"
 #include "gdrpipe/pipeline/import_cache.hpp"
 #include "gdrpipe/pipeline/registry.hpp"
 #include "gdrpipe/pipeline/ring.hpp"
-#include "local_mem.hpp"
+#include "gdrpipe/pipeline/local_mem.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -53,104 +54,34 @@ struct PairUse {
     uint64_t direct = 0, staged = 0;    // completed transfers
 };
 
-// One side of a staged transfer on one ring.
+// One side of a staged transfer on one ring: the shared chunk pipeline
+// (chunk_pipe.hpp) over the ring (RingWire), copies on a stream slot.
+StreamCopier &copier_for(unsigned stream_slot) {
+    static StreamCopier requester(kSlotRequester), owner(kSlotOwner);
+    return stream_slot == kSlotOwner ? owner : requester;
+}
+
 struct Pipe {
-    StagingSegment *seg = nullptr;
-    unsigned ring_idx = 0;
-    RingHeader *ring = nullptr;
-    uint64_t xfer_id = 0;
-    size_t len = 0;
-    size_t chunk = 0;
-    unsigned depth = 0;
-    uint64_t nchunks = 0;
-    bool producer = false;
-    bool wait_drain = false; // producer completes once the consumer drained all
-    bool check_id = false;   // owner side: abort when the ring serves another transfer
-    unsigned slot = 0;
-    LocalMem mem;
-    uint64_t next_issue = 0;
-    uint64_t next_done = 0;
-    std::deque<Tokens> inflight;
+    RingWire wire;
+    ChunkPipe chunks;
+    bool active = false;
 
-    void init(StagingSegment *s, unsigned r, uint64_t id, size_t n) {
-        seg = s;
-        ring_idx = r;
-        ring = s->ring(r);
-        xfer_id = id;
-        len = n;
-        chunk = s->header().chunk;
-        depth = s->header().depth;
-        nchunks = (n + chunk - 1) / chunk;
+    void init(StagingSegment *s, unsigned r, uint64_t id, LocalMem mem, bool producer,
+              bool wait_drain, bool check_id, unsigned stream_slot) {
+        wire.reset(s, r, id, check_id);
+        chunks.init(producer ? ChunkPipe::Role::producer : ChunkPipe::Role::consumer, &wire,
+                    &copier_for(stream_slot), std::move(mem), s->header().chunk,
+                    s->header().depth, wait_drain);
+        active = true;
     }
-
+    RingHeader *ring() const noexcept { return wire.ring(); }
+    uint64_t xfer_id() const noexcept { return wire.xfer_id(); }
+    size_t len() const noexcept { return chunks.len(); }
     void abort_copies() noexcept {
-        for (auto &t : inflight) wait_tokens(t);
-        inflight.clear();
+        if (active) chunks.abort();
     }
-
     // 1 done, 0 in progress, <0 failed. *busy: something moved.
-    int step(bool *busy, std::string *why) {
-        if (check_id && ring->xfer_id.load(std::memory_order_acquire) != xfer_id) {
-            *why = "ring taken over by another transfer";
-            return -ECANCELED;
-        }
-        if (ring->error.load(std::memory_order_acquire) != 0) {
-            *why = "the other side aborted";
-            return -EIO;
-        }
-        if (producer) {
-            uint64_t consumed = ring->consumed.load(std::memory_order_acquire);
-            while (next_issue < nchunks && next_issue - std::min(consumed, next_issue) < depth) {
-                size_t off = size_t(next_issue) * chunk;
-                size_t n = std::min(chunk, len - off);
-                Tokens t;
-                cuda::Status st = copy_local(mem, off, n, seg->slot(ring_idx, next_issue), -1,
-                                             true, slot, t);
-                if (!st.ok()) {
-                    wait_tokens(t);
-                    *why = st.message;
-                    return -EIO;
-                }
-                inflight.push_back(std::move(t));
-                ++next_issue;
-                *busy = true;
-            }
-        } else {
-            uint64_t produced =
-                std::min<uint64_t>(ring->produced.load(std::memory_order_acquire), nchunks);
-            while (next_issue < produced && inflight.size() < depth) {
-                size_t off = size_t(next_issue) * chunk;
-                size_t n = std::min(chunk, len - off);
-                Tokens t;
-                cuda::Status st = copy_local(mem, off, n, seg->slot(ring_idx, next_issue), -1,
-                                             false, slot, t);
-                if (!st.ok()) {
-                    wait_tokens(t);
-                    *why = st.message;
-                    return -EIO;
-                }
-                inflight.push_back(std::move(t));
-                ++next_issue;
-                *busy = true;
-            }
-        }
-        while (!inflight.empty()) {
-            int r = poll_tokens(inflight.front(), why);
-            if (r < 0) return -EIO;
-            if (r == 0) break;
-            inflight.pop_front();
-            ++next_done;
-            if (producer) ring->produced.store(next_done, std::memory_order_release);
-            else ring->consumed.store(next_done, std::memory_order_release);
-            *busy = true;
-        }
-        if (next_done < nchunks) return 0;
-        if (producer && wait_drain &&
-            ring->consumed.load(std::memory_order_acquire) < nchunks) {
-            return 0;
-        }
-        return 1;
-    }
+    int step(bool *busy, std::string *why) { return chunks.step(busy, why); }
 };
 
 struct PeerState;
@@ -387,11 +318,8 @@ struct XferEngine::Impl {
             rh->consumed.store(0, std::memory_order_relaxed);
             rh->error.store(0, std::memory_order_relaxed);
             rh->xfer_id.store(x->id, std::memory_order_release);
-            x->pipe.init(ps->seg.get(), unsigned(x->ring), x->id, x->len);
-            x->pipe.producer = !x->is_get;
-            x->pipe.wait_drain = true;
-            x->pipe.slot = kSlotRequester;
-            x->pipe.mem = x->mem;
+            x->pipe.init(ps->seg.get(), unsigned(x->ring), x->id, x->mem, !x->is_get,
+                         /*wait_drain=*/true, /*check_id=*/false, kSlotRequester);
         }
         uint64_t idx = 0;
         void *buf = ps->peer->fifo().reserve(&idx);
@@ -659,15 +587,13 @@ void XferEngine::Impl::control(const void *data, uint32_t len) {
         }
         ls.dev = mi.device < 0 ? 0 : mi.device;
     }
-    op->pipe.init(seg.get(), m.ring, m.xfer_id, m.length);
-    op->pipe.producer = m.type == kStageOut;
-    op->pipe.wait_drain = false;
-    op->pipe.check_id = true;
-    op->pipe.slot = kSlotOwner;
-    op->pipe.mem.segs.push_back(ls);
-    op->pipe.mem.len = ls.len;
-    op->pipe.mem.all_host = host;
-    op->pipe.mem.dev = ls.dev;
+    LocalMem mem;
+    mem.segs.push_back(ls);
+    mem.len = ls.len;
+    mem.all_host = host;
+    mem.dev = ls.dev;
+    op->pipe.init(seg.get(), m.ring, m.xfer_id, std::move(mem), m.type == kStageOut,
+                  /*wait_drain=*/false, /*check_id=*/true, kSlotOwner);
     serving.push_back(std::move(op));
 }
 
@@ -705,8 +631,7 @@ unsigned XferEngine::Impl::progress() {
                 }
                 busy = true;
             }
-            r = x->pipe.step(&busy, &why);
-            if (r < 0) x->pipe.abort_copies();
+            r = x->pipe.step(&busy, &why); // a failed pipe has aborted its copies
         }
         if (r < 0) {
             GP_DEBUG("xfer %llu failed: %s", static_cast<unsigned long long>(x->id), why.c_str());
@@ -727,12 +652,11 @@ unsigned XferEngine::Impl::progress() {
         }
         if (r == 1) {
             st.served.xfers++;
-            st.served.bytes += op->pipe.len;
+            st.served.bytes += op->pipe.len();
         } else {
-            op->pipe.abort_copies();
-            if (r != -ECANCELED) op->pipe.ring->error.store(EIO, std::memory_order_release);
+            if (r != -ECANCELED) op->pipe.ring()->error.store(EIO, std::memory_order_release);
             GP_DEBUG("xfer: serving pid %d transfer %llu failed: %s", int(op->pid),
-                     static_cast<unsigned long long>(op->pipe.xfer_id), why.c_str());
+                     static_cast<unsigned long long>(op->pipe.xfer_id()), why.c_str());
         }
         it = serving.erase(it);
         ++events;

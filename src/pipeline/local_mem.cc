@@ -1,5 +1,5 @@
 // Local memory segments and tracked chunk copies.
-#include "local_mem.hpp"
+#include "gdrpipe/pipeline/local_mem.hpp"
 
 #include "gdrpipe/cuda/memory.hpp"
 

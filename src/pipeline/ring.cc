@@ -1,4 +1,4 @@
-// Staging segments: memfd creation, attaching a peer's, pinning.
+// Staging segments: memfd creation, attaching a peer's, pinning; a ring as a chunk-pipe wire.
 #include "gdrpipe/pipeline/ring.hpp"
 
 #include "gdrpipe/cuda/context.hpp"
@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -34,21 +35,6 @@ RingHeader *StagingSegment::ring(unsigned i) const noexcept {
 char *StagingSegment::slot(unsigned r, uint64_t chunk_index) const noexcept {
     auto *base = reinterpret_cast<char *>(ring(r)) + kRingHeaderBytes;
     return base + (chunk_index % hdr_->depth) * hdr_->chunk;
-}
-
-void StagingSegment::pin() noexcept {
-    auto &drv = cuda::driver();
-    if (!drv.available() || cuda::devices().count() <= 0) return;
-    cuda::ScopedContext scope(0);
-    if (!scope.ok()) return;
-    CUresult r = drv.api().cuMemHostRegister(map_, size_, CU_MEMHOSTREGISTER_PORTABLE);
-    if (r == CUDA_SUCCESS) {
-        pinned_ = true;
-        pin_device_ = 0;
-    } else {
-        GP_WARN("staging ring: cuMemHostRegister(%zu bytes): %s (continuing unpinned)",
-                size_, cuda::describe(r).c_str());
-    }
 }
 
 std::unique_ptr<StagingSegment> StagingSegment::create(unsigned nrings, unsigned depth,
@@ -98,7 +84,7 @@ std::unique_ptr<StagingSegment> StagingSegment::create(unsigned nrings, unsigned
     h->version = kSegVersion;
     std::atomic_thread_fence(std::memory_order_release);
     h->magic = kSegMagic;
-    s->pin();
+    s->pin_.pin(s->map_, s->size_, "staging ring");
     return s;
 }
 
@@ -137,21 +123,64 @@ std::unique_ptr<StagingSegment> StagingSegment::attach(pid_t pid, int fd, uint64
         *err = "staging segment header mismatch";
         return nullptr;
     }
-    s->pin();
+    s->pin_.pin(s->map_, s->size_, "staging ring");
     return s;
 }
 
 StagingSegment::~StagingSegment() {
-    if (pinned_) {
-        auto &drv = cuda::driver();
-        cuda::ScopedContext scope(pin_device_);
-        CUresult r = drv.api().cuMemHostUnregister(map_);
-        if (r != CUDA_SUCCESS) {
-            GP_DEBUG("staging ring: cuMemHostUnregister: %s", cuda::describe(r).c_str());
-        }
-    }
+    pin_.unpin(); // before the unmap
     if (map_ != nullptr) ::munmap(map_, size_);
     if (fd_ >= 0) ::close(fd_);
+}
+
+void RingWire::reset(StagingSegment *seg, unsigned ring, uint64_t xfer_id,
+                     bool check_id) noexcept {
+    seg_ = seg;
+    ring_idx_ = ring;
+    ring_ = seg->ring(ring);
+    xfer_id_ = xfer_id;
+    depth_ = seg->header().depth;
+    check_id_ = check_id;
+}
+
+int RingWire::aborted(std::string *why) {
+    if (check_id_ && ring_->xfer_id.load(std::memory_order_acquire) != xfer_id_) {
+        *why = "ring taken over by another transfer";
+        return -ECANCELED;
+    }
+    if (ring_->error.load(std::memory_order_acquire) != 0) {
+        *why = "the other side aborted";
+        return -EIO;
+    }
+    return 0;
+}
+
+bool RingWire::acquire(uint64_t chunk, ChunkSlot *slot) {
+    const uint64_t consumed = ring_->consumed.load(std::memory_order_acquire);
+    if (chunk - std::min(consumed, chunk) >= depth_) return false;
+    slot->p = seg_->slot(ring_idx_, chunk);
+    slot->id = uint32_t(chunk % depth_);
+    return true;
+}
+
+bool RingWire::ship(uint64_t chunk, const ChunkSlot &, size_t) {
+    ring_->produced.store(chunk + 1, std::memory_order_release);
+    return true;
+}
+
+bool RingWire::drained(uint64_t nchunks) {
+    return ring_->consumed.load(std::memory_order_acquire) >= nchunks;
+}
+
+bool RingWire::landed(uint64_t chunk, ChunkSlot *slot) {
+    if (ring_->produced.load(std::memory_order_acquire) <= chunk) return false;
+    slot->p = seg_->slot(ring_idx_, chunk);
+    slot->id = uint32_t(chunk % depth_);
+    return true;
+}
+
+void RingWire::release(uint64_t chunk, const ChunkSlot &, int status) {
+    if (status == 0) ring_->consumed.store(chunk + 1, std::memory_order_release);
 }
 
 } // namespace gdrpipe::pipeline

@@ -19,8 +19,12 @@ GpuDirect probe_gpudirect(const GpuDirectProbe &probe) {
         GP_INFO("rdma: GPUDirect RDMA through dma-buf (ibv_reg_dmabuf_mr)");
         return GpuDirect::dmabuf;
     }
+    if (!probe.look_for_peermem && probe.peermem_present) {
+        GP_INFO("rdma: GPUDirect RDMA through peermem (ibv_reg_mr on device memory)");
+        return GpuDirect::peermem;
+    }
     for (const char *mod : {"nvidia_peermem", "nv_peer_mem"}) {
-        if (dir_exists(probe.sysfs_root + "/module/" + mod)) {
+        if (probe.look_for_peermem && dir_exists(probe.sysfs_root + "/module/" + mod)) {
             GP_INFO("rdma: GPUDirect RDMA through %s (ibv_reg_mr on device memory)%s", mod,
                     gpu_dmabuf ? "; dma-buf unavailable in the verbs library" : "");
             return GpuDirect::peermem;

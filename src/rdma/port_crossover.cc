@@ -29,7 +29,6 @@ class OwningProber final : public model::Prober {
         c.dst = dst;
         c.capacity = cap;
         c.kind = pc.mem.kind;
-        c.ops = pc.mem.ops;
         c.transfer = pc.transfer;
         inner_ = std::make_unique<RdmaProber>(*pc.ctx, *pc.pd, *pc.reg, std::move(c));
     }

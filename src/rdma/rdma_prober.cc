@@ -30,8 +30,8 @@ bool RdmaProber::ensure_pair(const model::PipelineParams &pp) {
     tc.slot_size = static_cast<std::uint32_t>((chunk + 4095) & ~std::size_t{4095});
     tc.slots = static_cast<std::uint32_t>(std::clamp(pp.depth, 1, static_cast<int>(kMaxStageSlots)));
     tc.direct_threshold = 0; // paths are always forced here
-    auto a = TransferEngine::create(ctx_, pd_, reg_, cfg_.ops, tc);
-    auto b = TransferEngine::create(ctx_, pd_, reg_, cfg_.ops, tc);
+    auto a = TransferEngine::create(ctx_, pd_, reg_, tc);
+    auto b = TransferEngine::create(ctx_, pd_, reg_, tc);
     if (!a || !b) {
         GP_WARN("rdma prober: cannot create the engine pair: %s",
                 (!a ? a.error() : b.error()).message.c_str());

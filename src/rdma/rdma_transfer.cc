@@ -6,14 +6,18 @@
 //     [31] get-response  [30:21] transfer id  [20:16] slot  [15:0] chunk.
 // Transfer ids are the requester's; a get's chunks carry the get's id with
 // the get-response bit set.
+//
+// The staging side of every stream (chunk iteration, the D2H/H2D copies
+// into/out of the bounce slots, their completion in order, the depth limit,
+// failure and abort) is pipeline::ChunkPipe, the engine of the intra-host
+// rings too; OutStream / InStream are this wire's ChunkWire.
 #include <gdrpipe/log.hpp>
 #include <gdrpipe/rdma/transfer.hpp>
 
+#include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 namespace gdrpipe::rdma {
 
@@ -22,6 +26,11 @@ namespace {
 constexpr std::uint32_t kMaxIds = 1024;
 constexpr std::uint32_t kMaxChunks = 1u << 16;
 constexpr std::uint32_t kCtrlMagic = 0x47504331; // "GPC1"
+// CUDA stream slots of the default copiers (cuda::DeviceManager): the
+// intra-host engine's requester/owner slots, so that a stream's D2H and
+// another's H2D overlap.
+constexpr unsigned kStageOutStream = 2;
+constexpr unsigned kStageInStream = 3;
 
 enum class CtrlType : std::uint32_t { put_begin = 1, get_req, credit, nack, put_abort, write_flush,
                                        flush_ack };
@@ -105,37 +114,83 @@ Expected<RemoteKey> unpack_remote_key(std::span<const std::uint8_t> b) {
 // ---------------------------------------------------------------------------
 
 struct TransferEngine::Impl {
-    // --- events from stage callbacks (any thread)
-    struct Event {
-        bool in = false; // stage_in (else stage_out)
-        std::uint64_t stream = 0;
-        std::uint32_t chunk = 0;
-        std::uint32_t slot = 0;
-        int status = 0;
-        std::uint32_t imm = 0; // stage_in: the chunk's imm
-    };
-    struct Events {
-        std::mutex mu;
-        std::condition_variable cv;
-        std::deque<Event> q;
-        int outstanding = 0;
-    };
-
-    // An outgoing chunk stream: our put, or the peer's get we serve.
-    struct OutStream {
+    // An outgoing chunk stream (our put, or the peer's get we serve) as the
+    // wire of its chunk pipeline: slots are this side's send slots, ship =
+    // RDMA WRITE WITH IMM into a receive slot the peer credited, drained once
+    // every chunk's credit is back.
+    struct OutStream final : pipeline::ChunkWire {
+        Impl *im = nullptr;
         std::uint64_t key = 0; // (get_resp << 32) | id
         bool get_resp = false;
         std::uint32_t id = 0;
-        const std::uint8_t *src = nullptr;
-        std::size_t len = 0;
-        std::uint32_t nchunks = 0;
-        std::uint32_t next_stage = 0;
-        std::uint32_t staging = 0;  // stage_out in flight
+        pipeline::ChunkPipe pipe;
         std::uint32_t posted = 0;   // chunks written (posted)
         std::uint32_t credited = 0; // credits back for this stream
-        std::deque<std::pair<std::uint32_t, std::uint32_t>> ready; // (chunk, send slot)
-        bool failed = false;
-        int status = 0;
+        int status = 0;             // nonzero: refused / failed (the pipe stops)
+        bool failed = false;        // the pipe has stopped for good
+
+        int aborted(std::string *why) override {
+            if (status != 0) *why = "the peer refused or failed the transfer";
+            return status;
+        }
+        bool acquire(std::uint64_t, pipeline::ChunkSlot *slot) override {
+            if (im->send_free.empty()) return false;
+            slot->id = im->send_free.back();
+            slot->p = reinterpret_cast<char *>(im->send_slot(slot->id));
+            im->send_free.pop_back();
+            return true;
+        }
+        void unacquire(const pipeline::ChunkSlot &slot) override { im->send_free.push_back(slot.id); }
+        bool ship(std::uint64_t chunk, const pipeline::ChunkSlot &slot, std::size_t len) override {
+            return im->post_chunk(*this, static_cast<std::uint32_t>(chunk), slot.id, len);
+        }
+        bool drained(std::uint64_t nchunks) override { return credited == nchunks; }
+    };
+
+    // An incoming chunk stream (our get, or the peer's put we receive) as
+    // the wire of its chunk pipeline: a chunk has landed when its WRITE WITH
+    // IMM arrived (the imm names the receive slot), release = CREDIT.
+    struct InStream final : pipeline::ChunkWire {
+        Impl *im = nullptr;
+        bool get_resp = false;
+        std::uint32_t id = 0;
+        std::size_t len = 0;
+        std::uint32_t nchunks = 0;
+        pipeline::ChunkPipe pipe;
+        bool active = false;        // the pipe was set up (a refused put has none)
+        std::deque<std::pair<std::uint32_t, std::uint32_t>> arrived; // (chunk, slot) not taken yet
+        std::uint32_t arrivals = 0; // chunks that arrived in total
+        int status = 0;             // nonzero: failed or refused; arrivals are credited unread
+        bool failed = false;        // the pipe has stopped for good
+        bool ended = false;         // nothing more will arrive (NACK)
+
+        int aborted(std::string *why) override {
+            if (status != 0) *why = "the transfer was refused or failed";
+            return status;
+        }
+        bool landed(std::uint64_t chunk, pipeline::ChunkSlot *slot) override {
+            for (auto it = arrived.begin(); it != arrived.end(); ++it) {
+                if (it->first == chunk) {
+                    slot->id = it->second;
+                    slot->p = reinterpret_cast<char *>(im->recv_slot(it->second));
+                    arrived.erase(it);
+                    return true;
+                }
+            }
+            return false;
+        }
+        void release(std::uint64_t chunk, const pipeline::ChunkSlot &slot, int st) override {
+            im->credit(get_resp, id, slot.id, static_cast<std::uint32_t>(chunk), st);
+        }
+        // The pipe stopped: whatever arrived and was not taken goes back unread.
+        void stop(int st) {
+            failed = true;
+            if (status == 0) status = st;
+            while (!arrived.empty()) {
+                im->credit(get_resp, id, arrived.front().second, arrived.front().first, status);
+                arrived.pop_front();
+            }
+        }
     };
 
     // A transfer this side started.
@@ -155,21 +210,11 @@ struct TransferEngine::Impl {
         std::uint32_t key_id = 0;
         bool flush_at_target = false; // direct put: WRITE_FLUSH after the WRITE
         bool flush_requested = false;
-        // staged get
-        std::uint8_t *dst = nullptr;
+        // staged
+        pipeline::LocalMem mem;
         std::size_t len = 0;
         std::uint32_t nchunks = 0;
-        std::uint32_t landed = 0; // chunks staged in
-        std::uint32_t staging_in = 0;
-    };
-
-    // A put of the peer's we receive.
-    struct InPut {
-        std::uint8_t *dst = nullptr;
-        std::size_t len = 0;
-        std::uint32_t nchunks = 0;
-        std::uint32_t landed = 0;
-        bool rejected = false;
+        InStream in; // staged get: the chunks coming back
     };
 
     struct Exposure {
@@ -180,15 +225,17 @@ struct TransferEngine::Impl {
 
     TransferEngine *self = nullptr;
     TransferConfig cfg;
-    StageOps ops;
+    std::shared_ptr<pipeline::ChunkCopier> out_copier; // D2H into send slots
+    std::shared_ptr<pipeline::ChunkCopier> in_copier;  // H2D out of receive slots
     Registrar *reg = nullptr;
     ProtectionDomain *pd = nullptr;
     std::unique_ptr<Connection> conn;
-    std::shared_ptr<Events> ev = std::make_shared<Events>();
     Connection::ErrorCallback user_on_error;
+    bool closing = false; // destructor: no more control messages
 
     // receive side: slots the peer writes into, control receive buffers
     Buf recv_area;
+    pipeline::HostPin recv_pin; // for the H2D copies out of it
     std::unique_ptr<MemoryRegion> recv_mr;
     std::uint32_t nrecv = 0;
     // control send buffers
@@ -198,6 +245,7 @@ struct TransferEngine::Impl {
     std::deque<CtrlMsg> ctrl_backlog;
     // send side: local bounce slots (peer's slot size), credits for peer slots
     Buf send_area;
+    pipeline::HostPin send_pin; // for the D2H copies into it
     std::unique_ptr<MemoryRegion> send_mr;
     std::vector<std::uint32_t> send_free;
     std::deque<std::uint32_t> peer_credits;
@@ -207,9 +255,9 @@ struct TransferEngine::Impl {
     std::deque<std::unique_ptr<Xfer>> xfers; // start order
     std::unordered_map<std::uint32_t, Xfer *> by_id;
     std::uint32_t next_id = 0;
-    std::map<std::uint64_t, OutStream> out; // ordered by key; service order below
+    std::map<std::uint64_t, std::unique_ptr<OutStream>> out; // by key; service order below
     std::deque<std::uint64_t> out_order;
-    std::unordered_map<std::uint32_t, InPut> in_puts;
+    std::unordered_map<std::uint32_t, std::unique_ptr<InStream>> in_puts;
     std::unordered_map<std::uint32_t, Exposure> exposures;
     std::uint32_t next_key_id = 1;
 
@@ -266,6 +314,9 @@ struct TransferEngine::Impl {
         if (x.done) {
             return;
         }
+        if (x.staged && x.is_get && x.in.active) {
+            x.in.pipe.abort(); // its copies read our receive slots
+        }
         x.done = true;
         if (x.status == 0) {
             x.status = status;
@@ -316,6 +367,9 @@ struct TransferEngine::Impl {
             if (nch > kMaxChunks) {
                 return -EMSGSIZE;
             }
+            if (!pipeline::classify_one(local.ptr, local.len, &x->mem)) {
+                return -EINVAL;
+            }
             x->nchunks = static_cast<std::uint32_t>(nch);
         }
         Xfer &xr = *x;
@@ -341,20 +395,21 @@ struct TransferEngine::Impl {
         m.addr = raddr;
         m.len = local.len;
         if (is_get) {
-            xr.dst = static_cast<std::uint8_t *>(local.ptr);
+            InStream &in = xr.in;
+            in.im = this;
+            in.get_resp = true;
+            in.id = xr.id;
+            in.len = xr.len;
+            in.nchunks = xr.nchunks;
+            in.pipe.init(pipeline::ChunkPipe::Role::consumer, &in, in_copier.get(), xr.mem,
+                         cfg.slot_size, cfg.slots);
+            in.active = true;
             m.type = static_cast<std::uint32_t>(CtrlType::get_req);
             send_ctrl(m);
         } else {
             m.type = static_cast<std::uint32_t>(CtrlType::put_begin);
             send_ctrl(m); // before any chunk: RC keeps the order
-            OutStream s;
-            s.id = xr.id;
-            s.key = xr.id;
-            s.src = static_cast<const std::uint8_t *>(local.ptr);
-            s.len = local.len;
-            s.nchunks = xr.nchunks;
-            out.emplace(s.key, std::move(s));
-            out_order.push_back(xr.id);
+            add_out_stream(false, xr.id, xr.mem);
         }
         pump();
         return 0;
@@ -377,62 +432,52 @@ struct TransferEngine::Impl {
     }
 
     // ------------------------------------------------------------ pipeline --
-    void stage_out(OutStream &s) {
-        while (!s.failed && s.next_stage < s.nchunks && !send_free.empty()) {
-            const std::uint32_t slot = send_free.back();
-            send_free.pop_back();
-            const std::uint32_t ch = s.next_stage++;
-            const std::size_t off = std::size_t{ch} * peer.stage_slot_size;
-            const std::size_t n = std::min<std::size_t>(peer.stage_slot_size, s.len - off);
-            ++s.staging;
-            std::shared_ptr<Events> e = ev;
-            {
-                std::lock_guard<std::mutex> g(e->mu);
-                ++e->outstanding;
-            }
-            const std::uint64_t key = s.key;
-            ops.stage_out(s.src + off, send_slot(slot), n, [e, key, ch, slot](int st) {
-                std::lock_guard<std::mutex> g(e->mu);
-                e->q.push_back(Event{false, key, ch, slot, st, 0});
-                --e->outstanding;
-                e->cv.notify_all();
-            });
-        }
+    // The staging side of every stream is a pipeline::ChunkPipe (the same
+    // engine as the intra-host rings); what follows is this wire's part.
+    void add_out_stream(bool get_resp, std::uint32_t id, pipeline::LocalMem mem) {
+        auto s = std::make_unique<OutStream>();
+        s->im = this;
+        s->get_resp = get_resp;
+        s->id = id;
+        s->key = (std::uint64_t{get_resp} << 32) | id;
+        s->pipe.init(pipeline::ChunkPipe::Role::producer, s.get(), out_copier.get(), std::move(mem),
+                     peer.stage_slot_size, cfg.slots, /*wait_drain=*/true);
+        out_order.push_back(s->key);
+        out.emplace(s->key, std::move(s));
     }
 
-    void post_chunks(OutStream &s) {
-        while (!s.ready.empty() && !peer_credits.empty() && !sq_full() && connected()) {
-            auto [ch, slot] = s.ready.front();
-            const std::uint32_t r = peer_credits.front();
-            const std::size_t off = std::size_t{ch} * peer.stage_slot_size;
-            const std::size_t n = std::min<std::size_t>(peer.stage_slot_size, s.len - off);
-            Sge sg{reinterpret_cast<std::uintptr_t>(send_slot(slot)), static_cast<std::uint32_t>(n),
-                   send_mr->lkey()};
-            const int rc = conn->qp().post_write(
-                wr(kWrChunk, slot), {&sg, 1}, peer.stage_addr + std::uint64_t{r} * peer.stage_slot_size,
-                peer.stage_rkey, make_imm(s.get_resp, s.id, r, ch), true);
-            if (rc != 0) {
-                conn->fail(rc, "post chunk failed");
-                return;
-            }
-            s.ready.pop_front();
-            peer_credits.pop_front();
-            ++s.posted;
-            ++sq_used;
-            ++self->stats_.chunks_sent;
+    // ship: one chunk from send slot `slot` into a credited receive slot.
+    bool post_chunk(OutStream &s, std::uint32_t ch, std::uint32_t slot, std::size_t n) {
+        if (peer_credits.empty() || sq_full() || !connected()) {
+            return false;
         }
+        const std::uint32_t r = peer_credits.front();
+        Sge sg{reinterpret_cast<std::uintptr_t>(send_slot(slot)), static_cast<std::uint32_t>(n),
+               send_mr->lkey()};
+        const int rc = conn->qp().post_write(
+            wr(kWrChunk, slot), {&sg, 1}, peer.stage_addr + std::uint64_t{r} * peer.stage_slot_size,
+            peer.stage_rkey, make_imm(s.get_resp, s.id, r, ch), true);
+        if (rc != 0) {
+            conn->fail(rc, "post chunk failed");
+            return false;
+        }
+        peer_credits.pop_front();
+        ++s.posted;
+        ++sq_used;
+        ++self->stats_.chunks_sent;
+        return true;
     }
 
-    // Drains a failed stream's ready chunks; true when the stream is finished.
-    bool stream_finished(OutStream &s) {
-        if (s.failed) {
-            while (!s.ready.empty()) {
-                send_free.push_back(s.ready.front().second);
-                s.ready.pop_front();
-            }
-            return s.staging == 0 && s.credited == s.posted;
+    // release: the receive slot of chunk `ch` goes back to the peer.
+    void credit(bool get_resp, std::uint32_t id, std::uint32_t slot, std::uint32_t ch, int status) {
+        if (closing) {
+            return;
         }
-        return s.credited == s.nchunks;
+        CtrlMsg m;
+        m.type = static_cast<std::uint32_t>(CtrlType::credit);
+        m.imm = make_imm(get_resp, id, slot, ch);
+        m.status = status;
+        send_ctrl(m);
     }
 
     void complete_stream(OutStream &s) {
@@ -441,16 +486,64 @@ struct TransferEngine::Impl {
             if (it != by_id.end()) {
                 finish(*it->second, s.status);
             }
-            if (s.failed && s.posted < s.nchunks) {
+            if (s.status != 0 && s.posted < s.pipe.nchunks()) {
                 CtrlMsg m;
                 m.type = static_cast<std::uint32_t>(CtrlType::put_abort);
                 m.id = s.id;
                 send_ctrl(m);
             }
+        } else if (s.status != 0 && s.posted < s.pipe.nchunks()) {
+            nack(s.id, true, -EIO); // the requester's get: nothing more comes
         }
     }
 
-    void pump() {
+    // Steps an outgoing stream; true when it is finished.
+    bool step_out(OutStream &s, int *events) {
+        if (!s.failed) {
+            bool busy = false;
+            std::string why;
+            const int r = s.pipe.step(&busy, &why);
+            *events += busy ? 1 : 0;
+            if (r == 1) {
+                return true;
+            }
+            if (r < 0) {
+                s.failed = true;
+                if (s.status == 0) {
+                    s.status = r; // a failed copy: -EIO
+                }
+                GP_DEBUG("rdma: outgoing stream %u%s failed: %s", s.id, s.get_resp ? " (get)" : "",
+                         why.c_str());
+            }
+        }
+        // a failed stream waits for the credits of what it put on the wire
+        return s.failed && s.credited == s.posted;
+    }
+
+    // Steps an incoming stream; 1 finished, 0 not yet.
+    int step_in(InStream &in, int *events) {
+        if (!in.active) { // refused put: credited unread on arrival
+            return in.arrivals == in.nchunks || in.ended ? 1 : 0;
+        }
+        if (!in.failed) {
+            bool busy = false;
+            std::string why;
+            const int r = in.pipe.step(&busy, &why);
+            *events += busy ? 1 : 0;
+            if (r == 1) {
+                return 1;
+            }
+            if (r < 0) {
+                in.stop(r);
+                GP_DEBUG("rdma: incoming stream %u%s failed: %s", in.id, in.get_resp ? " (get)" : "",
+                         why.c_str());
+            }
+        }
+        return in.failed && (in.arrivals == in.nchunks || in.ended) ? 1 : 0;
+    }
+
+    void pump(int *events = nullptr) {
+        int ev = 0;
         flush_ctrl();
         for (auto &xp : xfers) {
             if (!xp->staged && !xp->direct_posted && !xp->done) {
@@ -464,16 +557,32 @@ struct TransferEngine::Impl {
                 it = out_order.erase(it);
                 continue;
             }
-            OutStream &s = sit->second;
-            stage_out(s);
-            post_chunks(s);
-            if (stream_finished(s)) {
+            OutStream &s = *sit->second;
+            if (step_out(s, &ev)) {
                 complete_stream(s);
                 out.erase(sit);
                 it = out_order.erase(it);
+                ++ev;
                 continue;
             }
             ++it;
+        }
+        for (auto &xp : xfers) {
+            if (xp->staged && xp->is_get && !xp->done && step_in(xp->in, &ev) == 1) {
+                finish(*xp, xp->in.status);
+            }
+        }
+        for (auto it = in_puts.begin(); it != in_puts.end();) {
+            if (step_in(*it->second, &ev) == 1) {
+                it = in_puts.erase(it);
+                ++ev;
+            } else {
+                ++it;
+            }
+        }
+        flush_ctrl();
+        if (events != nullptr) {
+            *events += ev;
         }
     }
 
@@ -546,7 +655,7 @@ struct TransferEngine::Impl {
         case CtrlType::get_req: on_get_req(m); break;
         case CtrlType::credit: on_credit(m); break;
         case CtrlType::nack: on_nack(m); break;
-        case CtrlType::put_abort: in_puts.erase(m.id); break;
+        case CtrlType::put_abort: on_put_abort(m); break;
         case CtrlType::write_flush: on_write_flush(m); break;
         case CtrlType::flush_ack: on_flush_ack(m); break;
         default: protocol_error("unknown control message"); break;
@@ -577,22 +686,30 @@ struct TransferEngine::Impl {
     }
 
     void on_put_begin(const CtrlMsg &m) {
-        InPut p;
-        p.len = m.len;
-        p.nchunks = static_cast<std::uint32_t>((m.len + cfg.slot_size - 1) / cfg.slot_size);
         if (m.id >= kMaxIds || m.len == 0 || (m.len + cfg.slot_size - 1) / cfg.slot_size > kMaxChunks) {
             protocol_error("bad PUT_BEGIN");
             return;
         }
+        auto in = std::make_unique<InStream>();
+        in->im = this;
+        in->id = m.id;
+        in->len = m.len;
+        in->nchunks = static_cast<std::uint32_t>((m.len + cfg.slot_size - 1) / cfg.slot_size);
+        pipeline::LocalMem mem;
         if (!exposed(m.key_id, m.addr, m.len)) {
             GP_WARN("rdma: peer put %u to 0x%llx+%llu outside any exposed range: refused", m.id,
                     static_cast<unsigned long long>(m.addr), static_cast<unsigned long long>(m.len));
-            p.rejected = true;
+            in->status = -EACCES;
             nack(m.id, false, -EACCES);
+        } else if (!pipeline::classify_one(reinterpret_cast<void *>(m.addr), m.len, &mem)) {
+            in->status = -EFAULT;
+            nack(m.id, false, -EFAULT);
         } else {
-            p.dst = reinterpret_cast<std::uint8_t *>(m.addr);
+            in->pipe.init(pipeline::ChunkPipe::Role::consumer, in.get(), in_copier.get(),
+                          std::move(mem), cfg.slot_size, cfg.slots);
+            in->active = true;
         }
-        in_puts[m.id] = p;
+        in_puts[m.id] = std::move(in);
     }
 
     void on_get_req(const CtrlMsg &m) {
@@ -607,19 +724,26 @@ struct TransferEngine::Impl {
             nack(m.id, true, -EACCES);
             return;
         }
-        OutStream s;
-        s.get_resp = true;
-        s.id = m.id;
-        s.key = (std::uint64_t{1} << 32) | m.id;
-        if (out.count(s.key) != 0) {
+        if (out.count((std::uint64_t{1} << 32) | m.id) != 0) {
             protocol_error("duplicate GET_REQ");
             return;
         }
-        s.src = reinterpret_cast<const std::uint8_t *>(m.addr);
-        s.len = m.len;
-        s.nchunks = static_cast<std::uint32_t>((m.len + peer.stage_slot_size - 1) / peer.stage_slot_size);
-        out.emplace(s.key, std::move(s));
-        out_order.push_back((std::uint64_t{1} << 32) | m.id);
+        pipeline::LocalMem mem;
+        if (!pipeline::classify_one(reinterpret_cast<void *>(m.addr), m.len, &mem)) {
+            nack(m.id, true, -EFAULT);
+            return;
+        }
+        add_out_stream(true, m.id, std::move(mem));
+    }
+
+    void on_put_abort(const CtrlMsg &m) {
+        auto it = in_puts.find(m.id);
+        if (it != in_puts.end()) {
+            if (it->second->active) {
+                it->second->pipe.abort();
+            }
+            in_puts.erase(it);
+        }
     }
 
     void on_credit(const CtrlMsg &m) {
@@ -632,10 +756,10 @@ struct TransferEngine::Impl {
         const std::uint64_t key = (std::uint64_t{imm_get(m.imm)} << 32) | imm_id(m.imm);
         auto it = out.find(key);
         if (it != out.end()) {
-            ++it->second.credited;
-            if (m.status != 0 && !it->second.failed) {
-                it->second.failed = true;
-                it->second.status = -EIO;
+            OutStream &s = *it->second;
+            ++s.credited;
+            if (m.status != 0 && s.status == 0) {
+                s.status = -EIO; // the peer's stage-in failed
             }
         }
     }
@@ -668,16 +792,17 @@ struct TransferEngine::Impl {
         const int st = m.status < 0 ? m.status : -EACCES;
         if (m.imm == 0) { // our put
             auto it = out.find(m.id);
-            if (it != out.end() && !it->second.failed) {
-                it->second.failed = true;
-                it->second.status = st;
-            }
-        } else { // our get: nothing will come
-            auto it = by_id.find(m.id);
-            if (it != by_id.end() && it->second->staging_in == 0) {
-                finish(*it->second, st);
-            } else if (it != by_id.end()) {
+            if (it != out.end() && it->second->status == 0) {
                 it->second->status = st;
+            }
+        } else { // our get: nothing (more) will come
+            auto it = by_id.find(m.id);
+            if (it != by_id.end() && it->second->staged && it->second->is_get) {
+                InStream &in = it->second->in;
+                in.ended = true;
+                if (in.status == 0) {
+                    in.status = st;
+                }
             }
         }
     }
@@ -689,109 +814,33 @@ struct TransferEngine::Impl {
             return;
         }
         ++self->stats_.chunks_received;
-        std::uint8_t *dst = nullptr;
-        std::size_t len = 0;
-        std::uint32_t nchunks = 0;
-        bool skip = false;
+        InStream *in = nullptr;
         if (imm_get(imm)) {
             auto it = by_id.find(id);
-            if (it == by_id.end() || !it->second->is_get || !it->second->staged) {
+            if (it == by_id.end() || !it->second->is_get || !it->second->staged || it->second->done) {
                 protocol_error("chunk for an unknown get");
                 return;
             }
-            Xfer &x = *it->second;
-            dst = x.dst;
-            len = x.len;
-            nchunks = x.nchunks;
-            skip = x.status != 0;
-            ++x.staging_in;
+            in = &it->second->in;
         } else {
             auto it = in_puts.find(id);
             if (it == in_puts.end()) {
                 protocol_error("chunk for an unknown put");
                 return;
             }
-            dst = it->second.dst;
-            len = it->second.len;
-            nchunks = it->second.nchunks;
-            skip = it->second.rejected;
+            in = it->second.get();
         }
         const std::size_t off = std::size_t{ch} * cfg.slot_size;
-        if (ch >= nchunks || byte_len != std::min<std::size_t>(cfg.slot_size, len - off)) {
+        if (ch >= in->nchunks || byte_len != std::min<std::size_t>(cfg.slot_size, in->len - off)) {
             protocol_error("chunk of bad index or size");
             return;
         }
-        std::shared_ptr<Events> e = ev;
-        if (skip) {
-            std::lock_guard<std::mutex> g(e->mu);
-            e->q.push_back(Event{true, 0, ch, slot, 0, imm});
+        ++in->arrivals;
+        if (in->status != 0 || in->failed || !in->active) {
+            credit(in->get_resp, id, slot, ch, in->status); // skipped: the slot goes back unread
             return;
         }
-        {
-            std::lock_guard<std::mutex> g(e->mu);
-            ++e->outstanding;
-        }
-        ops.stage_in(recv_slot(slot), dst + off, byte_len, [e, ch, slot, imm](int st) {
-            std::lock_guard<std::mutex> g(e->mu);
-            e->q.push_back(Event{true, 0, ch, slot, st, imm});
-            --e->outstanding;
-            e->cv.notify_all();
-        });
-    }
-
-    void on_event(const Event &e) {
-        if (!e.in) {
-            auto it = out.find(e.stream);
-            if (it == out.end()) {
-                send_free.push_back(e.slot);
-                return;
-            }
-            OutStream &s = it->second;
-            --s.staging;
-            if (e.status != 0 || s.failed) {
-                if (!s.failed) {
-                    s.failed = true;
-                    s.status = -EIO;
-                }
-                send_free.push_back(e.slot);
-                return;
-            }
-            s.ready.emplace_back(e.chunk, e.slot);
-            return;
-        }
-        // a chunk landed (or was skipped): return the slot credit
-        CtrlMsg m;
-        m.type = static_cast<std::uint32_t>(CtrlType::credit);
-        m.imm = e.imm;
-        m.status = e.status;
-        send_ctrl(m);
-        const std::uint32_t id = imm_id(e.imm);
-        if (imm_get(e.imm)) {
-            auto it = by_id.find(id);
-            if (it != by_id.end()) {
-                Xfer &x = *it->second;
-                if (x.staging_in > 0) {
-                    --x.staging_in;
-                }
-                if (e.status != 0 && x.status == 0) {
-                    x.status = -EIO;
-                }
-                ++x.landed;
-                if (x.landed == x.nchunks || (x.status != 0 && x.staging_in == 0)) {
-                    finish(x, x.status);
-                }
-            }
-        } else {
-            auto it = in_puts.find(id);
-            if (it != in_puts.end()) {
-                if (e.status != 0 && !it->second.rejected) {
-                    it->second.rejected = true; // the requester learns it from the credit status
-                }
-                if (++it->second.landed == it->second.nchunks) {
-                    in_puts.erase(it);
-                }
-            }
-        }
+        in->arrived.emplace_back(ch, slot); // the pipe copies it out on its next step
     }
 
     void on_conn_error(int code, const std::string &why) {
@@ -799,11 +848,36 @@ struct TransferEngine::Impl {
             finish(*x, -ECONNRESET);
         }
         for (auto &[k, s] : out) {
-            s.failed = true;
-            s.status = -ECONNRESET;
+            if (s->status == 0) {
+                s->status = -ECONNRESET;
+            }
+        }
+        for (auto &[k, in] : in_puts) {
+            if (in->status == 0) {
+                in->status = -ECONNRESET;
+            }
         }
         if (user_on_error) {
             user_on_error(code, why);
+        }
+    }
+
+    // Stops every pipeline and waits for its copies (they touch the bounce
+    // slots and user memory).
+    void abort_all() {
+        for (auto &[k, s] : out) {
+            s->pipe.abort();
+            s->failed = true;
+        }
+        for (auto &[k, in] : in_puts) {
+            if (in->active) {
+                in->pipe.abort();
+            }
+        }
+        for (auto &x : xfers) {
+            if (x->staged && x->is_get && x->in.active) {
+                x->in.pipe.abort();
+            }
         }
     }
 
@@ -813,32 +887,19 @@ struct TransferEngine::Impl {
             const int r = conn->progress([this](const Completion &c) { on_completion(c); }, 256);
             n += r > 0 ? r : 0;
         }
-        std::deque<Event> evs;
-        {
-            std::lock_guard<std::mutex> g(ev->mu);
-            evs.swap(ev->q);
-        }
-        for (const Event &e : evs) {
-            on_event(e);
-        }
-        n += static_cast<int>(evs.size());
         if (conn && conn->state() == ConnState::error) {
             // nothing more will complete: drop the streams we serve or own
+            abort_all();
             for (auto &[k, s] : out) {
-                s.credited = s.posted;
-                s.ready.clear();
+                s->credited = s->posted;
+                complete_stream(*s);
+                ++n;
             }
-            for (auto it = out.begin(); it != out.end();) {
-                if (it->second.staging == 0) {
-                    complete_stream(it->second);
-                    it = out.erase(it);
-                } else {
-                    ++it;
-                }
-            }
+            out.clear();
+            out_order.clear();
             in_puts.clear();
         } else {
-            pump();
+            pump(&n);
         }
         // in-order completion of our transfers
         while (!xfers.empty() && xfers.front()->done) {
@@ -858,11 +919,10 @@ struct TransferEngine::Impl {
 // ---------------------------------------------------------------------------
 
 Expected<std::unique_ptr<TransferEngine>>
-TransferEngine::create(Context &ctx, ProtectionDomain &pd, Registrar &reg, StageOps ops,
+TransferEngine::create(Context &ctx, ProtectionDomain &pd, Registrar &reg,
                        const TransferConfig &cfg, Connection::ErrorCallback on_error) {
     if (cfg.slots == 0 || cfg.slots > kMaxStageSlots || cfg.slot_size == 0 ||
-        cfg.slot_size % 4096 != 0 || cfg.slot_size > kMaxStageSlotSize || !ops.stage_in ||
-        !ops.stage_out) {
+        cfg.slot_size % 4096 != 0 || cfg.slot_size > kMaxStageSlotSize) {
         return make_error(-EINVAL, "rdma transfer: bad configuration");
     }
     std::unique_ptr<TransferEngine> e(new TransferEngine());
@@ -870,7 +930,10 @@ TransferEngine::create(Context &ctx, ProtectionDomain &pd, Registrar &reg, Stage
     Impl &im = *e->impl_;
     im.self = e.get();
     im.cfg = cfg;
-    im.ops = std::move(ops);
+    im.out_copier = cfg.out_copier ? cfg.out_copier
+                                   : std::make_shared<pipeline::StreamCopier>(kStageOutStream);
+    im.in_copier = cfg.in_copier ? cfg.in_copier
+                                 : std::make_shared<pipeline::StreamCopier>(kStageInStream);
     im.reg = &reg;
     im.pd = &pd;
     im.user_on_error = std::move(on_error);
@@ -891,6 +954,7 @@ TransferEngine::create(Context &ctx, ProtectionDomain &pd, Registrar &reg, Stage
     if (!im.recv_area || !im.ctrl_area) {
         return make_error(-ENOMEM, "rdma transfer: bounce allocation failed");
     }
+    im.recv_pin.pin(im.recv_area.get(), recv_bytes, "rdma receive slots");
     auto rmr = reg.register_bounce(im.recv_area.get(), recv_bytes);
     if (!rmr) {
         return rmr.error();
@@ -911,11 +975,9 @@ TransferEngine::~TransferEngine() {
     if (!impl_) {
         return;
     }
-    // stage steps in flight write into our bounce slots: wait for them
-    {
-        std::unique_lock<std::mutex> lk(impl_->ev->mu);
-        impl_->ev->cv.wait(lk, [this] { return impl_->ev->outstanding == 0; });
-    }
+    // copies in flight touch our bounce slots and user memory: wait for them
+    impl_->closing = true;
+    impl_->abort_all();
     impl_->conn.reset(); // the QP goes before the memory it targets
 }
 
@@ -946,6 +1008,7 @@ int TransferEngine::connect(std::span<const std::uint8_t> peer_address) {
         if (!im.send_area) {
             return -ENOMEM;
         }
+        im.send_pin.pin(im.send_area.get(), bytes, "rdma send slots");
         auto smr = im.reg->register_bounce(im.send_area.get(), bytes);
         if (!smr) {
             return smr.error().code;

@@ -3,6 +3,7 @@
 # ucx_info, configuration visible and validated, selected by UCX_TLS.
 set -u
 plugin=$1
+cudasim=${2:-}   # the CUDA driver simulator (libcuda.so.1), when built
 fail=0
 check() {   # check "what" command...
     local what=$1; shift
@@ -22,6 +23,27 @@ check "no RDMA device: no gp_rdma resource and no RDMA message" \
 info_fake=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y ucx_info -d 2>&1)
 check "UCX_GDRPIPE_RDMA_FAKE=y (test only) lists gp_rdma on fake0:1" \
     grep -qzE "Transport: gp_rdma[[:space:]]+#[[:space:]]+Device: fake0:1" <<< "$info_fake"
+# the GPUDirect RDMA mode, probed once, is logged at md open (ucx_info -d has
+# no free-text field for an MD or resource; UCX_LOG_LEVEL=info shows it)
+mode_line() { grep -E "gdrpipe_rdma: fake0:1: GPUDirect RDMA mode: $1\$" <<< "$2" > /dev/null; }
+info_mode=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y UCX_LOG_LEVEL=info \
+    UCX_GDRPIPE_CUDA_LIB=/nonexistent/libcuda.so.1 ucx_info -d 2>&1)
+check "ucx_info -d (log level info) shows the GPUDirect mode: none without CUDA" \
+    mode_line none "$info_mode"
+check "the mode is probed once per process" \
+    bash -c '[ "$(grep -c "GPUDirect RDMA through\|no GPUDirect RDMA" <<< "$1")" = 1 ]' _ "$info_mode"
+if [ -n "$cudasim" ] && [ -r "$cudasim" ]; then
+    info_mode=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y UCX_LOG_LEVEL=info \
+        UCX_GDRPIPE_CUDA_LIB=$cudasim ucx_info -d 2>&1)
+    check "ucx_info -d shows the GPUDirect mode: dma-buf with a dma-buf GPU" \
+        mode_line dma-buf "$info_mode"
+    info_mode=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y UCX_GDRPIPE_RDMA_FAKE_DMABUF=n \
+        UCX_LOG_LEVEL=info UCX_GDRPIPE_CUDA_LIB=$cudasim ucx_info -d 2>&1)
+    check "ucx_info -d shows the GPUDirect mode: none when the NIC refuses dma-bufs" \
+        mode_line none "$info_mode"
+else
+    echo "skip - GPUDirect mode with the CUDA simulator (not built)"
+fi
 
 info_c=$(LD_PRELOAD=$plugin ucx_info -c 2>&1)
 for v in PATH THRESH CHUNK_SIZE SLOTS SEG_SIZE FAKE; do

@@ -14,6 +14,8 @@
 // the ring currently serves (written by the requester before it asks).
 #pragma once
 
+#include "gdrpipe/pipeline/chunk_pipe.hpp"
+
 #include <sys/types.h>
 
 #include <atomic>
@@ -70,22 +72,48 @@ public:
     int fd() const noexcept { return fd_; }
     uint64_t seg_id() const noexcept { return hdr_->seg_id; }
     size_t size() const noexcept { return size_; }
-    bool pinned() const noexcept { return pinned_; }
+    bool pinned() const noexcept { return pin_.pinned(); }
     RingHeader *ring(unsigned i) const noexcept;
     char *slot(unsigned ring, uint64_t chunk_index) const noexcept;
 
 private:
     StagingSegment() = default;
-    void pin() noexcept;
     int fd_ = -1;
     void *map_ = nullptr;
     size_t size_ = 0;
     SegHeader *hdr_ = nullptr;
-    bool pinned_ = false;
-    int pin_device_ = -1;
+    HostPin pin_;
 };
 
 // Bytes of a segment for this shape (0 when the shape is invalid).
 size_t segment_bytes(unsigned nrings, unsigned depth, size_t chunk) noexcept;
+
+// One ring as the wire of a ChunkPipe (chunk_pipe.hpp): chunk i lives in
+// slot i % depth; acquire while i - consumed < depth, ship = produced = i + 1,
+// landed while produced > j, release = consumed = j + 1, drained once
+// consumed == n (release/acquire ordering on the counters). Aborted when the
+// ring's error is set (-EIO) or, with check_id, when xfer_id no longer names
+// this transfer (-ECANCELED).
+class RingWire final : public ChunkWire {
+public:
+    void reset(StagingSegment *seg, unsigned ring, uint64_t xfer_id, bool check_id) noexcept;
+    RingHeader *ring() const noexcept { return ring_; }
+    uint64_t xfer_id() const noexcept { return xfer_id_; }
+
+    int aborted(std::string *why) override;
+    bool acquire(uint64_t chunk, ChunkSlot *slot) override;
+    bool ship(uint64_t chunk, const ChunkSlot &slot, size_t len) override;
+    bool drained(uint64_t nchunks) override;
+    bool landed(uint64_t chunk, ChunkSlot *slot) override;
+    void release(uint64_t chunk, const ChunkSlot &slot, int status) override;
+
+private:
+    StagingSegment *seg_ = nullptr;
+    unsigned ring_idx_ = 0;
+    RingHeader *ring_ = nullptr;
+    uint64_t xfer_id_ = 0;
+    uint64_t depth_ = 1;
+    bool check_id_ = false;
+};
 
 } // namespace gdrpipe::pipeline

@@ -22,6 +22,10 @@ struct GpuDirectProbe {
     // Whether the verbs layer can register dma-bufs (the ibv backend: true
     // when built against rdma-core with ibv_reg_dmabuf_mr).
     bool verbs_has_dmabuf = true;
+    // false: nvidia-peermem is not considered (the fake fabric: its own flag).
+    bool look_for_peermem = true;
+    // look_for_peermem false: whether to report peermem anyway.
+    bool peermem_present = false;
 };
 
 // Probes and logs the result (GP_INFO). Does not cache: callers probe once.

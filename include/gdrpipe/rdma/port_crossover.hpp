@@ -24,12 +24,12 @@ namespace gdrpipe::rdma {
 model::CalibKey port_key(const std::string &gpu_uuid, const std::string &gpu_pci_bus_id,
                          const PortInfo &port, const std::string &driver_version);
 
-// Buffers and stage copies of one measurement on the GPU: alloc(capacity)
-// must return device memory (nullptr + *err on failure), release frees it.
+// Buffers of one measurement on the GPU: alloc(capacity) must return device
+// memory (nullptr + *err on failure), release frees it. The chunk copies are
+// PortCalibration::transfer's copiers (null: the core's CUDA copies).
 struct ProbeMemory {
     std::function<void *(std::size_t bytes, std::string *err)> alloc;
     std::function<void(void *)> release;
-    StageOps ops; // D2H / H2D between the device buffers and host bounce slots
     MemKind kind = MemKind::device;
 };
 

@@ -20,8 +20,9 @@ struct RdmaProberConfig {
     void *dst = nullptr;
     std::size_t capacity = 0;
     MemKind kind = MemKind::host; // of both buffers
-    StageOps ops;              // stage copies (D2H/H2D for device memory)
-    TransferConfig transfer;   // conn/caps; slot_size/slots come from PipelineParams
+    // conn/caps and the chunk copiers (null: the core's CUDA copies);
+    // slot_size/slots come from PipelineParams
+    TransferConfig transfer;
     double timeout_s = 10.0;   // one transfer
 };
 

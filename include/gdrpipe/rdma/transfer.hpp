@@ -2,22 +2,25 @@
 //
 // Direct path: RDMA WRITE (put) / READ (get) between registered user memory
 // and the peer's registered memory (GPUDirect RDMA for device memory).
-// Staged path: the source is copied chunk by chunk into local bounce slots by
-// the caller's async stage_out (a D2H copy in gdrpipe), each chunk is
+// Staged path: each side's staging is a pipeline::ChunkPipe (chunk_pipe.hpp,
+// the same engine as the intra-host rings): the source is copied chunk by
+// chunk into pinned, registered local bounce slots (a D2H copy on a CUDA
+// stream for device memory, memcpy for host memory), each chunk is
 // RDMA-written into a receive slot of the peer with immediate data naming
-// (transfer, slot, chunk), the receiver runs the caller's stage_in (H2D) into
-// the destination and returns the slot credit with a SEND. Up to `slots`
-// chunks are in flight per direction, so D2H, wire and H2D overlap. Gets ask
-// the owner (a SEND) to stream the range back the same way.
+// (transfer, slot, chunk), the receiver's pipe copies it out (H2D) into the
+// destination and returns the slot credit with a SEND. Up to `slots` chunks
+// are in flight per direction, so D2H, wire and H2D overlap. Gets ask the
+// owner (a SEND) to stream the range back the same way.
 //
 // Path: direct when both sides have an MR for the range and len < threshold
 // (the caller's measured crossover), else staged; forcing direct where it is
 // impossible falls back to staged (counted), never fails.
 //
-// Threading: one thread drives progress() and start calls; the stage "done"
-// callbacks may run on any thread. Transfer callbacks run from progress(), in
-// start order. Protocol: docs/rdma.md.
+// Threading: one thread drives progress() and start calls; copiers may
+// complete on any thread. Transfer callbacks run from progress(), in start
+// order. Protocol: docs/rdma.md.
 #pragma once
+#include <gdrpipe/pipeline/chunk_pipe.hpp>
 #include <gdrpipe/rdma/connection.hpp>
 #include <gdrpipe/rdma/registration.hpp>
 
@@ -32,19 +35,17 @@
 
 namespace gdrpipe::rdma {
 
-struct StageOps {
-    using Done = std::function<void(int status)>; // thread-safe, call exactly once
-    // Copy len bytes of local user memory `src` into the bounce slot `bounce`.
-    std::function<void(const void *src, void *bounce, std::size_t len, Done done)> stage_out;
-    // Copy len bytes of the bounce slot `bounce` into local user memory `dst`.
-    std::function<void(const void *bounce, void *dst, std::size_t len, Done done)> stage_in;
-};
-
 struct TransferConfig {
     std::size_t direct_threshold = 64 * 1024; // direct if len < threshold (AUTO)
     std::uint32_t slot_size = 1u << 20;       // receive slot = chunk size (mult. of 4096)
     std::uint32_t slots = 4;                  // pipeline depth per direction (<= 32)
     ConnectionConfig conn{};
+    // The chunk copies into the send slots (stage out) and out of the receive
+    // slots (stage in). Null: pipeline::StreamCopier, the core's copies
+    // (memcpy for host memory, cuMemcpyAsync + event on CUDA stream slot 2
+    // out / 3 in). Tests and calibration put their own here.
+    std::shared_ptr<pipeline::ChunkCopier> out_copier;
+    std::shared_ptr<pipeline::ChunkCopier> in_copier;
     // Owner-side check of a staged request (key_id, [addr, addr+len)). Empty:
     // this engine's own expose() table. Set by users whose keys are shared by
     // several endpoints (the UCX glue: one rkey per memory domain).
@@ -99,13 +100,13 @@ struct TransferStats {
 class TransferEngine {
   public:
     // status 0 or -errno: -ECONNRESET (connection failed), -EACCES (the peer
-    // refused the range), -EIO (stage step failed), -EINVAL.
+    // refused the range), -EIO (a chunk copy failed), -EINVAL.
     using Callback = std::function<void(int status)>;
 
     static Expected<std::unique_ptr<TransferEngine>>
-    create(Context &ctx, ProtectionDomain &pd, Registrar &reg, StageOps ops,
-           const TransferConfig &cfg, Connection::ErrorCallback on_error = {});
-    // Waits for stage steps still running (they touch the bounce slots).
+    create(Context &ctx, ProtectionDomain &pd, Registrar &reg, const TransferConfig &cfg,
+           Connection::ErrorCallback on_error = {});
+    // Waits for chunk copies still running (they touch the bounce slots).
     ~TransferEngine();
     TransferEngine(const TransferEngine &) = delete;
     TransferEngine &operator=(const TransferEngine &) = delete;
@@ -131,7 +132,7 @@ class TransferEngine {
     // glue's per-port measured crossover: port_crossover.hpp).
     void set_direct_threshold(std::size_t bytes) noexcept;
 
-    // Polls completions and stage events, advances the pipelines, runs the
+    // Polls completions and chunk copies, advances the pipelines, runs the
     // callbacks of finished transfers. Returns the number of events handled.
     int progress();
     // No own transfer and no transfer of the peer's being served in flight.

@@ -1,6 +1,6 @@
 // Shared fixture of the RDMA unit tests: two endpoints on one fake fabric,
-// each with a registrar, a transfer engine and two "copy engines" (threads
-// that run the stage steps with a configurable delay, like CUDA streams).
+// each with a registrar, a transfer engine and two chunk copiers (threads
+// that run the chunk copies with a configurable delay, like CUDA streams).
 #pragma once
 #include <gdrpipe/rdma/fake_backend.hpp>
 #include <gdrpipe/rdma/transfer.hpp>
@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -21,12 +22,13 @@ namespace rdma_test {
 using namespace gdrpipe::rdma;
 using Clock = std::chrono::steady_clock;
 
-// A serial asynchronous copier: one job at a time, each after `delay`.
-class Copier {
+// A serial asynchronous chunk copier (host memory): one job at a time on its
+// own thread, each after `delay`, like a CUDA stream.
+class Copier final : public gdrpipe::pipeline::ChunkCopier {
   public:
     explicit Copier(std::chrono::microseconds delay = std::chrono::microseconds(0))
         : delay_(delay), t_([this] { run(); }) {}
-    ~Copier() {
+    ~Copier() override {
         {
             std::lock_guard<std::mutex> g(mu_);
             stop_ = true;
@@ -34,21 +36,56 @@ class Copier {
         cv_.notify_all();
         t_.join();
     }
-    void submit(const void *src, void *dst, std::size_t n, StageOps::Done done) {
+    gdrpipe::cuda::Status start(const gdrpipe::pipeline::LocalMem &m, std::size_t off,
+                                std::size_t n, char *slot, bool to_slot,
+                                gdrpipe::pipeline::CopyJob *job) override {
+        Job j;
+        std::size_t seg_start = 0, done = 0;
+        for (const auto &s : m.segs) {
+            if (done == n) break;
+            if (off + done < seg_start + s.len) {
+                const std::size_t in = off + done - seg_start;
+                const std::size_t k = std::min(s.len - in, n - done);
+                if (to_slot) j.pieces.push_back({s.p + in, slot + done, k});
+                else j.pieces.push_back({slot + done, s.p + in, k});
+                done += k;
+            }
+            seg_start += s.len;
+        }
         std::lock_guard<std::mutex> g(mu_);
-        q_.push_back(Job{src, dst, n, std::move(done)});
+        j.ticket = job->ticket = ++next_ticket_;
+        q_.push_back(std::move(j));
         cv_.notify_all();
+        return {};
+    }
+    int poll(gdrpipe::pipeline::CopyJob *job, std::string *why) override {
+        std::lock_guard<std::mutex> g(mu_);
+        auto it = finished_.find(job->ticket);
+        if (it == finished_.end()) return 0;
+        const int st = it->second;
+        finished_.erase(it);
+        if (st != 0) *why = "injected copy failure";
+        return st != 0 ? -1 : 1;
+    }
+    void wait(gdrpipe::pipeline::CopyJob *job) noexcept override {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return finished_.count(job->ticket) != 0; });
+        finished_.erase(job->ticket);
     }
     void set_delay(std::chrono::microseconds d) { delay_us_.store(d.count()); }
-    std::atomic<int> fail_next{0};
+    std::atomic<int> fail_next{0}; // this many copies fail...
+    std::atomic<int> fail_skip{0}; // ...after this many more succeeded
     std::atomic<int> copies{0};
 
   private:
-    struct Job {
-        const void *src;
-        void *dst;
+    struct Piece {
+        const char *src;
+        char *dst;
         std::size_t n;
-        StageOps::Done done;
+    };
+    struct Job {
+        std::uint64_t ticket = 0;
+        std::vector<Piece> pieces;
     };
     void run() {
         std::unique_lock<std::mutex> lk(mu_);
@@ -65,15 +102,20 @@ class Copier {
                 std::this_thread::sleep_for(std::chrono::microseconds(us));
             }
             int st = 0;
-            if (fail_next.load() > 0) {
+            if (fail_next.load() > 0 && fail_skip.load() > 0) {
+                fail_skip.fetch_sub(1); // copied normally
+                for (const Piece &p : j.pieces) std::memcpy(p.dst, p.src, p.n);
+                copies.fetch_add(1);
+            } else if (fail_next.load() > 0) {
                 fail_next.fetch_sub(1);
                 st = -EIO;
             } else {
-                std::memcpy(j.dst, j.src, j.n);
+                for (const Piece &p : j.pieces) std::memcpy(p.dst, p.src, p.n);
                 copies.fetch_add(1);
             }
-            j.done(st);
             lk.lock();
+            finished_[j.ticket] = st;
+            cv_.notify_all();
         }
     }
     std::chrono::microseconds delay_;
@@ -81,6 +123,8 @@ class Copier {
     std::mutex mu_;
     std::condition_variable cv_;
     std::deque<Job> q_;
+    std::map<std::uint64_t, int> finished_;
+    std::uint64_t next_ticket_ = 0;
     bool stop_ = false;
     std::thread t_;
 };
@@ -90,7 +134,8 @@ struct Side {
     std::unique_ptr<Context> ctx;
     std::unique_ptr<ProtectionDomain> pd;
     std::unique_ptr<Registrar> reg;
-    Copier out, in;
+    std::shared_ptr<Copier> out = std::make_shared<Copier>();
+    std::shared_ptr<Copier> in = std::make_shared<Copier>();
     std::unique_ptr<TransferEngine> eng;
     int conn_errors = 0;
 };
@@ -110,14 +155,10 @@ struct Pair {
             REQUIRE(pd);
             s->pd = std::move(pd.value());
             s->reg = std::make_unique<Registrar>(*s->pd, hooks, rc);
-            StageOps ops;
-            ops.stage_out = [s](const void *src, void *dst, std::size_t n, StageOps::Done d) {
-                s->out.submit(src, dst, n, std::move(d));
-            };
-            ops.stage_in = [s](const void *src, void *dst, std::size_t n, StageOps::Done d) {
-                s->in.submit(src, dst, n, std::move(d));
-            };
-            auto eng = TransferEngine::create(*s->ctx, *s->pd, *s->reg, ops, tc,
+            TransferConfig stc = tc;
+            stc.out_copier = s->out;
+            stc.in_copier = s->in;
+            auto eng = TransferEngine::create(*s->ctx, *s->pd, *s->reg, stc,
                                               [s](int, const std::string &) { ++s->conn_errors; });
             REQUIRE(eng);
             s->eng = std::move(eng.value());
@@ -174,7 +215,7 @@ inline std::vector<std::uint8_t> pattern(std::size_t n, unsigned seed) {
 struct Result {
     bool done = false;
     int status = 1;
-    StageOps::Done cb() {
+    TransferEngine::Callback cb() {
         return [this](int st) {
             done = true;
             status = st;

@@ -162,14 +162,8 @@ TEST_CASE("engine: a garbage peer address is refused, a good one still works aft
     auto ctx = std::move(be->open(be->ports().at(0)).value());
     auto pd = std::move(ctx->alloc_pd().value());
     Registrar reg(*pd, {});
-    StageOps ops;
-    ops.stage_out = [](const void *s, void *d, std::size_t n, StageOps::Done done) {
-        std::memcpy(d, s, n);
-        done(0);
-    };
-    ops.stage_in = ops.stage_out;
-    auto e1 = std::move(TransferEngine::create(*ctx, *pd, reg, ops, Pair::small_config()).value());
-    auto e2 = std::move(TransferEngine::create(*ctx, *pd, reg, ops, Pair::small_config()).value());
+    auto e1 = std::move(TransferEngine::create(*ctx, *pd, reg, Pair::small_config()).value());
+    auto e2 = std::move(TransferEngine::create(*ctx, *pd, reg, Pair::small_config()).value());
     auto blob = e2->address();
     CHECK(e1->connect(std::span<const std::uint8_t>(blob.data(), 10)) == -EINVAL);
     auto bad = blob;

@@ -7,6 +7,8 @@
 #include <gdrpipe/rdma/fake_backend.hpp>
 #include <gdrpipe/rdma/port_crossover.hpp>
 
+#include "free_copier.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -69,8 +71,7 @@ struct Fixture {
         };
         pc.mem.release = [this](void *) { ++releases; };
         // free stage copies: the fabric's parameters alone decide
-        pc.mem.ops.stage_out = [](const void *, void *, std::size_t, StageOps::Done done) { done(0); };
-        pc.mem.ops.stage_in = pc.mem.ops.stage_out;
+        pc.transfer.out_copier = pc.transfer.in_copier = std::make_shared<rdma_test::FreeCopier>();
         pc.transfer.slot_size = 1u << 20;
         pc.transfer.slots = 4;
         pc.fallback_thresh = 12345;

@@ -11,6 +11,8 @@
 #include <gdrpipe/rdma/fake_backend.hpp>
 #include <gdrpipe/rdma/prober.hpp>
 
+#include "free_copier.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -50,8 +52,7 @@ Calib run(double latency_us, double host_gbps, double dev_gbps) {
     // stage copies cost nothing here (they would be D2H/H2D copies on the
     // copy engines, modelled by neither side): the fabric's parameters alone
     // decide. The data is checked by the transfer tests, not here.
-    pc.ops.stage_out = [](const void *, void *, std::size_t, StageOps::Done done) { done(0); };
-    pc.ops.stage_in = pc.ops.stage_out;
+    pc.transfer.out_copier = pc.transfer.in_copier = std::make_shared<rdma_test::FreeCopier>();
     RdmaProber prober(*ctx, *pd, reg, pc);
 
     model::CalibOptions o;

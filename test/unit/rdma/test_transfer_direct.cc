@@ -40,7 +40,7 @@ TEST_CASE("direct: put and get are byte-exact for many sizes and offsets", "[rdm
     CHECK(st.direct > 0);
     CHECK(st.staged == 0);
     CHECK(st.fallbacks == 0);
-    CHECK(p.b.out.copies.load() == 0); // no staging anywhere
+    CHECK(p.b.out->copies.load() == 0); // no staging anywhere
 }
 
 TEST_CASE("direct: completions are delivered in start order", "[rdma][direct]") {
@@ -103,7 +103,7 @@ TEST_CASE("direct: unregistrable device memory falls back to the staged path", "
     CHECK(std::memcmp(owner.data(), src.data(), src.size()) == 0);
     CHECK(p.a.eng->stats().fallbacks == 1);
     CHECK(p.a.eng->stats().staged == 1);
-    CHECK(p.a.out.copies.load() > 0);
+    CHECK(p.a.out->copies.load() > 0);
     // the owner's device memory too: its key has no rkey, requests are staged
     auto *gpu_b = static_cast<std::uint8_t *>(std::aligned_alloc(1 << 16, 1 << 16));
     p.fab.add_device_memory(gpu_b, 1 << 16);

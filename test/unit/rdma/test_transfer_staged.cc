@@ -62,8 +62,8 @@ TEST_CASE("staged: D2H, wire and H2D overlap", "[rdma][staged][timing]") {
     Pair p(fc);
     const auto step = 20ms;
     for (Side *s : {&p.a, &p.b}) {
-        s->out.set_delay(step);
-        s->in.set_delay(step);
+        s->out->set_delay(step);
+        s->in->set_delay(step);
     }
     const std::size_t n = 12 * 16384;
     std::vector<std::uint8_t> owner(n, 0);
@@ -114,7 +114,7 @@ TEST_CASE("staged: QP error mid-transfer -> error completion and cleanup", "[rdm
     FakeConfig fc;
     fc.latency_us = 500;
     Pair p(fc);
-    for (Side *s : {&p.a, &p.b}) s->out.set_delay(1ms);
+    for (Side *s : {&p.a, &p.b}) s->out->set_delay(1ms);
     const std::size_t n = 40 * 16384;
     std::vector<std::uint8_t> owner(n, 0);
     auto key = p.b.eng->expose({owner.data(), n}).value();
@@ -182,8 +182,8 @@ TEST_CASE("staged: a failing stage step fails that transfer only", "[rdma][stage
     std::vector<std::uint8_t> owner(100000, 0);
     auto key = p.b.eng->expose({owner.data(), owner.size()}).value();
     auto src = pattern(100000, 2);
-    SECTION("stage out (D2H) fails") { p.a.out.fail_next = 1; }
-    SECTION("stage in (H2D) fails") { p.b.in.fail_next = 1; }
+    SECTION("stage out (D2H) fails") { p.a.out->fail_next = 1; }
+    SECTION("stage in (H2D) fails") { p.b.in->fail_next = 1; }
     Result bad;
     REQUIRE(p.a.eng->put({src.data(), 100000}, key.addr, key, bad.cb(), PathChoice::staged) == 0);
     REQUIRE(p.run_until([&] { return bad.done; }));
@@ -195,4 +195,100 @@ TEST_CASE("staged: a failing stage step fails that transfer only", "[rdma][stage
     CHECK(good.status == 0);
     CHECK(std::memcmp(owner.data(), src.data(), 100000) == 0);
     CHECK(p.a.conn_errors == 0);
+}
+
+TEST_CASE("staged: a copy failing mid-stream fails that transfer only (put and get)",
+          "[rdma][staged][pipe]") {
+    Pair p; // 16 KiB slots: 100000 bytes are 7 chunks
+    std::vector<std::uint8_t> owner(100000, 0);
+    auto key = p.b.eng->expose({owner.data(), owner.size()}).value();
+    auto src = pattern(100000, 12);
+    std::vector<std::uint8_t> back(100000, 0);
+    bool get = false;
+    SECTION("put: 5th D2H at the requester") { p.a.out->fail_skip = 4; p.a.out->fail_next = 1; }
+    SECTION("put: 5th H2D at the owner") { p.b.in->fail_skip = 4; p.b.in->fail_next = 1; }
+    SECTION("get: 5th D2H at the owner") {
+        get = true;
+        p.b.out->fail_skip = 4;
+        p.b.out->fail_next = 1;
+    }
+    SECTION("get: 5th H2D at the requester") {
+        get = true;
+        p.a.in->fail_skip = 4;
+        p.a.in->fail_next = 1;
+    }
+    Result bad;
+    if (get) {
+        REQUIRE(p.a.eng->get({back.data(), back.size()}, key.addr, key, bad.cb(), PathChoice::staged) == 0);
+    } else {
+        REQUIRE(p.a.eng->put({src.data(), src.size()}, key.addr, key, bad.cb(), PathChoice::staged) == 0);
+    }
+    REQUIRE(p.run_until([&] { return bad.done; }));
+    CHECK(bad.status == -EIO);
+    REQUIRE(p.drain());
+    CHECK(p.a.conn_errors == 0);
+    CHECK(p.b.conn_errors == 0);
+    // every slot and credit came back: a full-size transfer each way works
+    Result good_put, good_get;
+    REQUIRE(p.a.eng->put({src.data(), src.size()}, key.addr, key, good_put.cb(), PathChoice::staged) == 0);
+    REQUIRE(p.run_until([&] { return good_put.done; }));
+    CHECK(good_put.status == 0);
+    REQUIRE(p.a.eng->get({back.data(), back.size()}, key.addr, key, good_get.cb(), PathChoice::staged) == 0);
+    REQUIRE(p.run_until([&] { return good_get.done; }));
+    CHECK(good_get.status == 0);
+    CHECK(back == src);
+    REQUIRE(p.drain());
+}
+
+TEST_CASE("staged: out of credit, streams share one slot each way", "[rdma][staged][pipe]") {
+    TransferConfig tc = Pair::small_config();
+    tc.slots = 1; // one send slot and one receive slot per side
+    Pair p({}, tc);
+    const std::size_t n = 5 * 16384 + 11;
+    std::vector<std::uint8_t> at_b(4 * n, 0);
+    const auto tail = pattern(n, 50); // what the get reads, concurrently with the puts
+    std::memcpy(at_b.data() + 3 * n, tail.data(), n);
+    auto kb = p.b.eng->expose({at_b.data(), at_b.size()}).value();
+    std::vector<std::vector<std::uint8_t>> srcs;
+    for (unsigned i = 0; i < 3; ++i) srcs.push_back(pattern(n, 40 + i));
+    Result r[3];
+    for (unsigned i = 0; i < 3; ++i) {
+        REQUIRE(p.a.eng->put({srcs[i].data(), n}, kb.addr + i * n, kb, r[i].cb(), PathChoice::staged) == 0);
+    }
+    std::vector<std::uint8_t> back(n);
+    Result g;
+    REQUIRE(p.a.eng->get({back.data(), n}, kb.addr + 3 * n, kb, g.cb(), PathChoice::staged) == 0);
+    REQUIRE(p.run_until([&] { return r[0].done && r[1].done && r[2].done && g.done; }));
+    for (unsigned i = 0; i < 3; ++i) {
+        CHECK(r[i].status == 0);
+        CHECK(std::memcmp(at_b.data() + i * n, srcs[i].data(), n) == 0);
+    }
+    CHECK(g.status == 0);
+    CHECK(back == tail);
+    CHECK(p.a.eng->stats().chunks_sent == 3 * 6);
+    CHECK(p.b.eng->stats().chunks_sent == 6);
+    REQUIRE(p.drain());
+}
+
+TEST_CASE("staged: engines destroyed with chunk copies in flight wait for them",
+          "[rdma][staged][pipe]") {
+    auto p = std::make_unique<Pair>();
+    for (Side *s : {&p->a, &p->b}) {
+        s->out->set_delay(std::chrono::milliseconds(5));
+        s->in->set_delay(std::chrono::milliseconds(5));
+    }
+    const std::size_t n = 30 * 16384;
+    auto owner = std::make_unique<std::vector<std::uint8_t>>(n, 0);
+    auto key = p->b.eng->expose({owner->data(), n}).value();
+    auto src = pattern(n, 3);
+    Result put;
+    REQUIRE(p->a.eng->put({src.data(), n}, key.addr, key, put.cb(), PathChoice::staged) == 0);
+    REQUIRE(p->run_until([&] { return p->b.eng->stats().chunks_received >= 3; }));
+    const int copies_before = p->b.in->copies.load();
+    // both sides still have copies queued or running on their copiers
+    p->b.eng.reset();
+    p->a.eng.reset();
+    CHECK(!put.done); // destroyed engines run no callbacks
+    CHECK(p->b.in->copies.load() >= copies_before);
+    p.reset();
 }

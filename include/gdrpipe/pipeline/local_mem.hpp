@@ -1,6 +1,7 @@
-// Internal: local memory of a transfer (iov segments with their device) and
-// chunk copies between it and a flat buffer (a ring slot or an imported
-// peer buffer), tracked by copy tokens.
+// Local memory of a transfer (iov segments with their device) and chunk
+// copies between it and a flat buffer (a staging slot or an imported peer
+// buffer), tracked by copy tokens. Used by the intra-host engine and, through
+// the chunk pipeline (chunk_pipe.hpp), by the RDMA wire.
 #pragma once
 
 #include "gdrpipe/cuda/copy.hpp"
@@ -9,6 +10,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <string>
 #include <vector>
 
 namespace gdrpipe::pipeline {
