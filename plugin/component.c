@@ -21,11 +21,12 @@ ucs_config_field_t gdrpipe_md_config_table[] = {
      "environment at load time, before UCX parses its configuration.",
      ucs_offsetof(gdrpipe_md_config_t, cuda_lib), UCS_CONFIG_TYPE_STRING},
 
-    {"POOL_IPC", "n",
-     "Share memory of exportable stream-ordered pools (cuMemPoolExportPointer) for\n"
-     "the direct path. Experimental: correct on the CUDA simulator, but it gave\n"
-     "wrong data on the H200 machine (driver 580, bench/RESULTS.md); off, pool\n"
-     "memory goes through the staged pipeline.",
+    {"POOL_IPC", "y",
+     "Share memory of exportable stream-ordered pools (pools created with POSIX-fd\n"
+     "handles; cuMemPoolExportPointer) for the direct path. The importer closes each\n"
+     "imported pointer when its transfer completes (CUDA requires importers to free\n"
+     "before the exporter frees). Default pools cannot be exported and go staged.\n"
+     "n: all pool memory goes through the staged pipeline.",
      ucs_offsetof(gdrpipe_md_config_t, pool_ipc), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}

@@ -87,7 +87,7 @@ bool is_default_pool(CUmemoryPool pool, int device) {
 // Pool memory: the pool's fd plus the pointer's export data, when the pool
 // was created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR. Pools have no
 // attribute for their handle types: the pool export itself is the test.
-std::atomic<bool> g_pool_ipc{false};
+std::atomic<bool> g_pool_ipc{true};
 
 void export_pool_ptr(Export &e, const cuda::MemInfo &mi, uintptr_t addr) {
     const auto &api = cuda::driver().api();

@@ -26,7 +26,7 @@ bool on_sim() {
 
 TEST_CASE("pool memory: exportable pool direct, default pool staged", "[pipeline][sim][pool]") {
     SKIP_WITHOUT_SIM();
-    gdrpipe::pipeline::set_pool_ipc(true); // off by default (UCX_GDRPIPE_POOL_IPC)
+    gdrpipe::pipeline::set_pool_ipc(true); // UCX_GDRPIPE_POOL_IPC (on by default)
     auto a = [](Node &n) -> int {
         if (int rc = node_setup(n, {config(GP_PATH_DIRECT)})) return rc;
         Reply r;
@@ -109,7 +109,7 @@ int pool_realloc(Node &n) {
 TEST_CASE("pool memory: free and realloc at the same address (free hooks)",
           "[pipeline][sim][pool]") {
     SKIP_WITHOUT_SIM();
-    gdrpipe::pipeline::set_pool_ipc(true); // off by default (UCX_GDRPIPE_POOL_IPC)
+    gdrpipe::pipeline::set_pool_ipc(true); // UCX_GDRPIPE_POOL_IPC (on by default)
     auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}, true); };
     REQUIRE(run_pair(pool_realloc, b, 60) == "");
 }
@@ -117,7 +117,7 @@ TEST_CASE("pool memory: free and realloc at the same address (free hooks)",
 TEST_CASE("pool memory: free and realloc at the same address (BUFFER_ID only)",
           "[pipeline][sim][pool]") {
     SKIP_WITHOUT_SIM();
-    gdrpipe::pipeline::set_pool_ipc(true); // off by default (UCX_GDRPIPE_POOL_IPC)
+    gdrpipe::pipeline::set_pool_ipc(true); // UCX_GDRPIPE_POOL_IPC (on by default)
     auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}, false); };
     REQUIRE(run_pair(pool_realloc, b, 60) == "");
 }
@@ -125,7 +125,7 @@ TEST_CASE("pool memory: free and realloc at the same address (BUFFER_ID only)",
 TEST_CASE("pool memory: a new pool behind a reused pool fd number is imported anew",
           "[pipeline][sim][pool]") {
     SKIP_WITHOUT_SIM();
-    gdrpipe::pipeline::set_pool_ipc(true); // off by default (UCX_GDRPIPE_POOL_IPC)
+    gdrpipe::pipeline::set_pool_ipc(true); // UCX_GDRPIPE_POOL_IPC (on by default)
     auto a = [](Node &n) -> int {
         if (int rc = node_setup(n, {config(GP_PATH_DIRECT)})) return rc;
         // keeps the first pool's import alive here while B replaces the pool
