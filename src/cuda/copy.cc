@@ -29,11 +29,14 @@ Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceMan
     CUresult r = query(dst, &di, drv);
     if (r == CUDA_SUCCESS) r = query(src, &si, drv);
     if (r != CUDA_SUCCESS) return failure(r, "cuPointerGetAttributes", -1);
-    // The synchronous API also orders the copy after the legacy stream, where
-    // an application's pageable copies may still be in flight on memory
-    // whose SYNC_MEMOPS cannot be set (pool, VMM). Only pinned host to
-    // device is measurably slower with it (8.4 against 6.5 us at 8 B).
-    *sync_api = !(di.kind != MemKind::host && si.kind == MemKind::host && si.pinned);
+    // The synchronous API only where it is synchronous by itself: device to
+    // host (cuMemcpy returns once the data landed; it is also ordered after
+    // the legacy stream, where an application's pageable copies into pool or
+    // VMM memory may still be in flight). Everywhere else cuMemcpy returns
+    // early and would need a legacy-stream wait, which measured slower than
+    // an async copy plus a stream synchronize on the H200 pair (gdrpipe_physref
+    // "single", session 3: H2D pageable 8 B 9.1 against 7.2 us).
+    *sync_api = di.kind == MemKind::host && si.kind != MemKind::host;
     *dst_device = di.kind != MemKind::host;
     if (di.kind != MemKind::host) {
         *device = di.device;

@@ -399,10 +399,11 @@ struct XferEngine::Impl {
     // Issues the direct copies of `x` between its local memory and `ptr`.
     // Small single-buffer device transfers complete before this returns.
     cuda::Status copy_direct(Xfer *x, char *ptr, int remote_dev) {
-        // cfg.sync_copy_max: the synchronous driver copy measured up to 2 us
-        // faster than an async copy plus completion polling for small copies
-        // on the H200 pair (gdrpipe_physref "single"); larger copies stay
-        // asynchronous so that messages in flight overlap
+        // cfg.sync_copy_max (UCX_GDRPIPE_SYNC_COPY_MAX, default 0): small
+        // copies through the synchronous driver copy, which must then also
+        // wait for the legacy stream (cuMemcpy returns before a D2D copy
+        // lands); measured slower than an async copy plus event on the H200
+        // pair (gdrpipe_physref "single", session 3), kept as an option
         if (x->len <= cfg.sync_copy_max && x->mem.segs.size() == 1 &&
             x->mem.segs[0].dev >= 0) {
             const LocalSeg &s = x->mem.segs[0];

@@ -35,8 +35,8 @@ struct CopyOptions {
     // copy() then also synchronizes the legacy stream when the destination
     // is (or may be) device memory: it returns once the data has landed.
     // (Session 2 measured this mode "up to 2 us faster" by timing cuMemcpy's
-    // return only: wrong.) With device < 0 copy() decides by itself:
-    // everything but pinned host to device.
+    // return only: wrong; with the wait it is slower.) With device < 0 copy()
+    // decides by itself: device to host only, where cuMemcpy is synchronous.
     bool sync_api = false;
 };
 
