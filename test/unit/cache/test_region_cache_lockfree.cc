@@ -124,8 +124,13 @@ void run_invalidation_race(bool with_validate, std::size_t max_regions) {
     for (int t = 0; t < kReaders; ++t) {
         readers.emplace_back(reader, 99u + static_cast<unsigned>(t));
     }
+    // the frees interleave with the readers however the threads are
+    // scheduled: start once they run, go on until they did enough gets
+    while (gets.load() < 100) {
+        std::this_thread::yield();
+    }
     std::mt19937_64 rng(7);
-    for (int i = 0; i < kFrees; ++i) {
+    for (int i = 0; i < kFrees || gets.load() < 20 * kFrees; ++i) {
         const int a = static_cast<int>(rng() % kAllocs);
         // free: the memory gets new contents, then the hook invalidates
         const std::uint64_t v = w.current[a].fetch_add(1) + 1;
