@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -56,6 +57,31 @@ thread_local SlotOwner t_owner;
 
 int sys_membarrier(int cmd) { return static_cast<int>(::syscall(__NR_membarrier, cmd, 0, 0)); }
 
+// fork(): the child has only the forking thread. Slots of the other threads
+// would keep their announcements (blocking reclamation for good) and the
+// retire list's lock could be held by a thread that no longer exists.
+void before_fork() { garbage().mu.lock(); }
+void after_fork_parent() { garbage().mu.unlock(); }
+void after_fork_child() {
+    for (Slot *s = g_slots.load(std::memory_order_relaxed); s != nullptr; s = s->next) {
+        if (s != t_slot) {
+            s->active.store(0, std::memory_order_relaxed);
+            s->owned.store(false, std::memory_order_relaxed);
+        }
+    }
+    garbage().mu.unlock();
+}
+
+// membarrier registration belongs to the address space: a forked child
+// registers again (once) when its first expedited call is refused.
+bool expedited_barrier() noexcept {
+    if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+        return true;
+    }
+    return sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+           sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+}
+
 // Decides the reader mode once (thread-safe static init). Called before any
 // slot is handed out and before any scan, so both sides agree on the mode.
 bool light_readers() noexcept {
@@ -64,6 +90,8 @@ bool light_readers() noexcept {
         const bool ok = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
                         sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
         g_light_readers.store(ok, std::memory_order_relaxed);
+        (void)garbage();
+        ::pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         return ok;
     }();
     return light;
@@ -123,7 +151,7 @@ void collect(Garbage &g, std::vector<Retired> &out) noexcept {
     // preceded the retirements.
     // (Without membarrier, readers announce with seq_cst stores, and the
     // seq_cst epoch increment and slot loads order against them.)
-    if (light_readers() && sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+    if (light_readers() && !expedited_barrier()) {
         return; // cannot order the readers: free nothing this time
     }
     const std::uint64_t m = min_active();

@@ -14,6 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace gdrpipe::cache;
 
 namespace {
@@ -291,4 +294,45 @@ TEST_CASE("epoch: nothing is freed while a read section that could reach it runs
     reader.join();
     ep::reclaim();
     CHECK(freed == 1);
+}
+
+TEST_CASE("epoch: a forked child is not blocked by the parent's other threads",
+          "[cache][lockfree][epoch]") {
+    namespace ep = gdrpipe::cache::detail::epoch;
+    std::atomic<int> phase{0};
+    std::thread reader([&] {
+        ep::ReadGuard g; // inside a read section while the main thread forks
+        phase = 1;
+        while (phase.load() != 2) {
+            std::this_thread::yield();
+        }
+    });
+    while (phase.load() != 1) {
+        std::this_thread::yield();
+    }
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        // the reader thread does not exist here: its section must not block
+        static std::atomic<int> freed{0};
+        static int obj = 0;
+        ep::retire(&obj, [](void *) { ++freed; });
+        ep::reclaim();
+        // and the cache still works (membarrier registration of the child)
+        gdrpipe::cache::test::FakePinner fp;
+        RegionCache cache(fp.ops(), CacheConfig{});
+        bool ok = freed.load() == 1;
+        for (int i = 0; i < 100 && ok; ++i) {
+            ok = cache.get(kLocalSpace, 0x100000, 64, 0).has_value() &&
+                 cache.invalidate(kLocalSpace, 0x100000, 1) == 1;
+        }
+        ep::reclaim();
+        ::_exit(ok && ep::pending() == 0 ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    phase = 2;
+    reader.join();
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }
