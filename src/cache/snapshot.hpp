@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace gdrpipe::cache::detail {
@@ -20,15 +21,15 @@ template <class T> class SortedSnapshot {
   public:
     explicit SortedSnapshot(const FlatIndex<T> &index) {
         const std::size_t n = index.size();
-        addrs_.resize(n);
-        vals_.resize(n);
-        index.copy_to(vals_.data(), addrs_.data());
-        for (std::size_t i = 0; i < n; ++i) {
+        // no zero-fill: every element is written below
+        addrs_ = std::make_unique_for_overwrite<std::uintptr_t[]>(n);
+        vals_ = std::make_unique_for_overwrite<T *[]>(n);
+        index.copy_to(vals_.get(), addrs_.get());
+        for (std::size_t i = 0; i < n;) {
             const SpaceId space = index.space_at(i);
-            if (spaces_.empty() || spaces_.back().space != space) {
-                spaces_.push_back(Run{space, i, i});
-            }
-            ++spaces_.back().last;
+            const std::size_t end = index.end_of_space(space);
+            spaces_.push_back(Run{space, i, end});
+            i = end;
         }
     }
 
@@ -38,7 +39,7 @@ template <class T> class SortedSnapshot {
         if (run == nullptr) {
             return nullptr;
         }
-        const std::uintptr_t *base = addrs_.data() + run->first;
+        const std::uintptr_t *base = addrs_.get() + run->first;
         std::size_t n = run->last - run->first;
         // branchless (a mispredicted branch per level costs more than the
         // search; a linear pass over the last 16 entries measured slower)
@@ -50,7 +51,7 @@ template <class T> class SortedSnapshot {
         if (*base > a) {
             return nullptr;
         }
-        T *r = vals_[static_cast<std::size_t>(base - addrs_.data())];
+        T *r = vals_[static_cast<std::size_t>(base - addrs_.get())];
         return r->info.end() >= b ? r : nullptr;
     }
 
@@ -71,8 +72,8 @@ template <class T> class SortedSnapshot {
     }
 
     std::vector<Run> spaces_;
-    std::vector<std::uintptr_t> addrs_;
-    std::vector<T *> vals_;
+    std::unique_ptr<std::uintptr_t[]> addrs_;
+    std::unique_ptr<T *[]> vals_;
 };
 
 } // namespace gdrpipe::cache::detail
