@@ -1,5 +1,6 @@
 // Microbenchmark of the pinned-region cache: hit latency with 1000 cached
-// regions, miss (insert) cost with a trivial pin, and invalidate cost.
+// regions (random region / one hot region, with and without a validate
+// hook), miss (insert) cost with a trivial pin, and invalidate cost.
 // Usage: cache_bench [lookups]   (default 1000000)
 #include <gdrpipe/cache/region_cache.hpp>
 
@@ -182,7 +183,9 @@ int main(int argc, char **argv) {
     rows.push_back(bench_hits("hit: get+release, validate hook", true, lookups, ovh));
     rows.push_back(bench_hits("hit: get+release, one hot region", false, lookups, ovh,
                               HitKind::get_same_region));
-    rows.push_back(bench_hits("contains (lock + search only)", false, lookups, ovh,
+    rows.push_back(bench_hits("hit: one hot region, validate hook", true, lookups, ovh,
+                              HitKind::get_same_region));
+    rows.push_back(bench_hits("contains (lock-free search only)", false, lookups, ovh,
                               HitKind::contains));
     bench_miss_invalidate(rows, ovh);
 

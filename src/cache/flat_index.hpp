@@ -30,6 +30,16 @@ template <class T> class FlatIndex {
     std::size_t size() const noexcept { return vals_.size(); }
     bool empty() const noexcept { return vals_.empty(); }
     T *at(std::size_t i) const noexcept { return vals_[i]; }
+    SpaceId space_at(std::size_t i) const noexcept {
+        return static_cast<SpaceId>(keys_[i] >> 64);
+    }
+    // copies the region pointers and start addresses (snapshot building)
+    void copy_to(T **vals, std::uintptr_t *addrs) const noexcept {
+        for (std::size_t i = 0; i < keys_.size(); ++i) {
+            vals[i] = vals_[i];
+            addrs[i] = static_cast<std::uintptr_t>(keys_[i]);
+        }
+    }
 
     // position of the entry with the greatest key <= (space, addr), or npos
     std::size_t last_at_or_before(SpaceId space, std::uintptr_t addr) const noexcept {

@@ -18,7 +18,9 @@ void finish_region(RegionHead *head) noexcept {
     std::shared_ptr<Core> core = std::move(r->core);
     const RegionInfo info = r->info;
     Payload payload = std::move(r->payload);
-    delete r;
+    // lock-free readers may still hold a pointer to r (from an old snapshot)
+    // and try its reference count: free the memory only after they left
+    epoch::retire(r, [](void *p) { delete static_cast<Region *>(p); });
     if (core->ops.unpin) {
         try {
             core->ops.unpin(info, std::move(payload));
@@ -68,6 +70,7 @@ bool call_validate(Core &c, const RegionInfo &info, const Payload &p) {
 } // namespace detail
 
 using detail::Core;
+namespace epoch = detail::epoch;
 using detail::Region;
 using detail::RegionList;
 
@@ -91,7 +94,8 @@ RegionCache::~RegionCache() {
         }
         assert(c.pending.empty());
         c.flushed += c.index.size();
-        c.retire_run(0, c.index.size(), to_unpin);
+        c.retire_run(0, c.index.size());
+        c.commit(to_unpin);
     }
     detail::unpin_all(to_unpin);
     const std::uint64_t left = c.pinned_regions.load(std::memory_order_relaxed);
@@ -116,6 +120,29 @@ Result<RegionRef> RegionCache::get(SpaceId space, std::uintptr_t addr, std::size
     }
     const std::uintptr_t req_lo = addr;
     const std::uintptr_t req_hi = addr + len;
+
+    // Lock-free hit (the common case): no mutex, no shared write but the
+    // region's reference count and this thread's hit shard.
+    RegionList to_unpin;
+    std::uint32_t slot_id = epoch::kNoSlot;
+    Region *fast = c.try_hit(space, req_lo, req_hi, tag, &slot_id);
+    if (fast != nullptr) {
+        RegionRef ref(fast);
+        if (!c.ops.validate || detail::call_validate(c, fast->info, fast->payload)) {
+            c.count_hit(slot_id);
+            return ref;
+        }
+        // stale: drop it and continue as a miss
+        {
+            std::lock_guard<std::mutex> lk(c.mu);
+            ++c.stale;
+            if ((fast->state.load(std::memory_order_relaxed) & detail::kRetiredBit) == 0) {
+                c.retire(fast);
+                c.commit(to_unpin); // we hold a reference: not queued
+            }
+        }
+        ref.reset(); // may unpin (we may be the last holder)
+    }
     const std::uintptr_t mask = c.cfg.alignment - 1;
     // widened target [lo, hi), clamped to the caller's bounds
     std::uintptr_t lo = req_lo & ~mask;
@@ -126,7 +153,6 @@ Result<RegionRef> RegionCache::get(SpaceId space, std::uintptr_t addr, std::size
     lo = std::max(lo, bounds.lo);
     hi = std::min(hi, bounds.hi);
 
-    RegionList to_unpin;
     RegionList overlapping;
     std::unique_lock<std::mutex> lk(c.mu);
     std::uintptr_t plo = lo;
@@ -134,25 +160,29 @@ Result<RegionRef> RegionCache::get(SpaceId space, std::uintptr_t addr, std::size
     for (;;) {
         if (Region *r = c.find_covering(space, req_lo, req_hi)) {
             if (r->info.tag == tag) {
+                // indexed regions are not retired: a plain increment is safe
                 r->state.fetch_add(1, std::memory_order_relaxed);
-                c.lru_touch(r);
+                c.touch(r);
                 if (!c.ops.validate) {
                     ++c.hits;
+                    c.commit(to_unpin);
                     lk.unlock();
                     detail::unpin_all(to_unpin);
                     return RegionRef(r);
                 }
+                c.commit(to_unpin);
                 lk.unlock();
                 detail::unpin_all(to_unpin);
                 RegionRef ref(r);
                 if (detail::call_validate(c, r->info, r->payload)) {
-                    c.validated_hits.fetch_add(1, std::memory_order_relaxed);
+                    c.count_hit(slot_id);
                     return ref;
                 }
                 lk.lock();
                 ++c.stale;
                 if ((r->state.load(std::memory_order_relaxed) & detail::kRetiredBit) == 0) {
-                    c.retire(r, to_unpin); // we hold a reference: not pushed
+                    c.retire(r);
+                    c.commit(to_unpin); // we hold a reference: not queued
                 }
                 lk.unlock();
                 ref.reset(); // may unpin (we may be the last holder)
@@ -160,7 +190,7 @@ Result<RegionRef> RegionCache::get(SpaceId space, std::uintptr_t addr, std::size
                 continue;
             }
             ++c.stale;
-            c.retire(r, to_unpin);
+            c.retire(r);
         }
 
         // Miss. Regions overlapping the target with another tag are stale;
@@ -175,7 +205,7 @@ Result<RegionRef> RegionCache::get(SpaceId space, std::uintptr_t addr, std::size
         for (Region *r : overlapping) {
             if (r->info.tag != tag) {
                 ++c.stale;
-                c.retire(r, to_unpin);
+                c.retire(r);
             } else {
                 plo = std::min(plo, r->info.addr);
                 phi = std::max(phi, r->info.end());
@@ -189,6 +219,7 @@ Result<RegionRef> RegionCache::get(SpaceId space, std::uintptr_t addr, std::size
         if (c.pending_conflict(space, plo, phi)) {
             // another thread is pinning an overlapping range: use its result
             ++c.pin_waits;
+            c.commit(to_unpin); // publish before the wait releases mu
             c.pin_done.wait(lk);
             continue;
         }
@@ -199,6 +230,7 @@ Result<RegionRef> RegionCache::get(SpaceId space, std::uintptr_t addr, std::size
     auto pit = c.pending.insert(c.pending.end(),
                                 detail::PendingPin{space, plo, phi, false,
                                                    std::this_thread::get_id()});
+    c.commit(to_unpin);
     lk.unlock();
     detail::unpin_all(to_unpin);
 
@@ -243,11 +275,12 @@ Result<RegionRef> RegionCache::get(SpaceId space, std::uintptr_t addr, std::size
                 ++c.stale;
             }
         }
-        c.retire_run(first, last, to_unpin);
+        c.retire_run(first, last);
         if (!c.make_room(info.len, to_unpin)) {
             ++c.over_bound;
         }
         c.insert(nr);
+        c.commit(to_unpin);
     }
     lk.unlock();
     detail::unpin_all(to_unpin);
@@ -267,11 +300,12 @@ std::size_t RegionCache::invalidate(SpaceId space, std::uintptr_t addr, std::siz
         std::lock_guard<std::mutex> lk(c.mu);
         const auto [first, last] = c.overlapping_run(space, addr, hi);
         n = last - first;
-        c.retire_run(first, last, to_unpin);
+        c.retire_run(first, last);
         c.invalidations += n;
         if (!c.pending.empty()) {
             c.mark_pending_invalidated(space, addr, hi);
         }
+        c.commit(to_unpin);
     }
     detail::unpin_all(to_unpin);
     return n;
@@ -286,9 +320,10 @@ std::size_t RegionCache::invalidate_space(SpaceId space) {
         const std::size_t first = c.index.lower_bound(space, 0);
         const std::size_t last = c.index.end_of_space(space);
         n = last - first;
-        c.retire_run(first, last, to_unpin);
+        c.retire_run(first, last);
         c.invalidations += n;
         c.mark_pending_invalidated(space, 0, std::numeric_limits<std::uintptr_t>::max());
+        c.commit(to_unpin);
     }
     detail::unpin_all(to_unpin);
     return n;
@@ -300,18 +335,13 @@ std::size_t RegionCache::flush() {
     {
         std::lock_guard<std::mutex> lk(c.mu);
         for (std::size_t i = 0; i < c.index.size(); ++i) {
-            Region *r = c.index.at(i);
-            std::uint64_t expected = 0;
-            if (r->state.compare_exchange_strong(expected, detail::kRetiredBit,
-                                                 std::memory_order_acq_rel)) {
+            if (c.take_unreferenced(i, to_unpin)) {
                 c.index.clear_slot(i);
-                c.lru_unlink(r);
-                c.bytes_cached -= r->info.len;
                 ++c.flushed;
-                to_unpin.push_back(r);
             }
         }
         c.index.compact();
+        c.commit(to_unpin);
     }
     const std::size_t n = to_unpin.size();
     detail::unpin_all(to_unpin);
@@ -327,6 +357,10 @@ bool RegionCache::contains(SpaceId space, std::uintptr_t addr, std::size_t len,
     if (addr > std::numeric_limits<std::uintptr_t>::max() - len) {
         return false;
     }
+    const int fast = c.try_contains(space, addr, addr + len, tag);
+    if (fast >= 0) {
+        return fast != 0;
+    }
     std::lock_guard<std::mutex> lk(c.mu);
     const Region *r = c.find_covering(space, addr, addr + len);
     return r != nullptr && r->info.tag == tag;
@@ -336,7 +370,7 @@ CacheStats RegionCache::stats() const {
     const Core &c = *core_;
     CacheStats s;
     std::lock_guard<std::mutex> lk(c.mu);
-    s.hits = c.hits + c.validated_hits.load(std::memory_order_relaxed);
+    s.hits = c.hits + c.sharded_hits();
     s.misses = c.misses;
     s.pin_waits = c.pin_waits;
     s.pin_failures = c.pin_failures;

@@ -1,11 +1,18 @@
-// Index, LRU and bound bookkeeping of the region cache (all under Core::mu).
+// Index, snapshot publication, recency and bound bookkeeping of the region
+// cache (under Core::mu unless noted), and the lock-free hit path.
 #include "region.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace gdrpipe::cache::detail {
 
-Region *Core::find_covering(SpaceId space, std::uintptr_t a, std::uintptr_t b) const {
+namespace {
+void delete_snapshot(void *p) { delete static_cast<const Snapshot *>(p); }
+} // namespace
+
+Region *find_covering(const FlatIndex<Region> &index, SpaceId space, std::uintptr_t a,
+                      std::uintptr_t b) noexcept {
     // Indexed regions of a space do not overlap, so the only candidate is the
     // region with the greatest start <= a.
     const std::size_t pos = index.last_at_or_before(space, a);
@@ -15,6 +22,23 @@ Region *Core::find_covering(SpaceId space, std::uintptr_t a, std::uintptr_t b) c
     Region *r = index.at(pos);
     return r->info.space == space && r->info.end() >= b ? r : nullptr;
 }
+
+Core::~Core() {
+    // every region left the index in ~RegionCache; no reader can be inside
+    delete snapshot.exchange(nullptr, std::memory_order_relaxed);
+}
+
+// ---- lock-free ----
+
+std::uint64_t Core::sharded_hits() const noexcept {
+    std::uint64_t n = hit_overflow.load(std::memory_order_relaxed);
+    for (const HitShard &h : hit_shards) {
+        n += h.n.load(std::memory_order_relaxed);
+    }
+    return n;
+}
+
+// ---- under mu ----
 
 std::pair<std::size_t, std::size_t> Core::overlapping_run(SpaceId space, std::uintptr_t lo,
                                                           std::uintptr_t hi) const {
@@ -35,58 +59,50 @@ std::pair<std::size_t, std::size_t> Core::overlapping_run(SpaceId space, std::ui
     return {first, last};
 }
 
-void Core::lru_unlink(Region *r) noexcept {
-    if (r->lru_prev != nullptr) {
-        r->lru_prev->lru_next = r->lru_next;
-    } else {
-        lru_head = r->lru_next;
-    }
-    if (r->lru_next != nullptr) {
-        r->lru_next->lru_prev = r->lru_prev;
-    } else {
-        lru_tail = r->lru_prev;
-    }
-    r->lru_prev = r->lru_next = nullptr;
-}
-
-void Core::lru_push_front(Region *r) noexcept {
-    r->lru_prev = nullptr;
-    r->lru_next = lru_head;
-    if (lru_head != nullptr) {
-        lru_head->lru_prev = r;
-    } else {
-        lru_tail = r;
-    }
-    lru_head = r;
-}
-
 void Core::insert(Region *r) {
+    // The clock moves by 2 per insertion: the new region is newer than every
+    // hit before it and older than every hit after it.
+    const std::uint64_t t = use_clock.load(std::memory_order_relaxed) + 1;
+    r->last_use.store(t, std::memory_order_relaxed);
+    use_clock.store(t + 1, std::memory_order_relaxed);
     index.insert(r);
-    lru_push_front(r);
     bytes_cached += r->info.len;
+    dirty = true;
 }
 
-void Core::retire_unindexed(Region *r, RegionList &to_unpin) {
-    lru_unlink(r);
+void Core::retire_unindexed(Region *r) {
     bytes_cached -= r->info.len;
-    // After this, the holder whose release sees (retired | 1) unpins; if no
-    // one holds it, we do. (r may be freed by that holder right after.)
-    std::uint64_t old = r->state.fetch_or(kRetiredBit, std::memory_order_acq_rel);
-    if ((old & kRefMask) == 0) {
-        to_unpin.push_back(r);
-    }
+    retiring.push_back(r);
+    dirty = true;
 }
 
-void Core::retire(Region *r, RegionList &to_unpin) {
+void Core::retire(Region *r) {
     index.erase(r);
-    retire_unindexed(r, to_unpin);
+    retire_unindexed(r);
 }
 
-void Core::retire_run(std::size_t first, std::size_t last, RegionList &to_unpin) {
+void Core::retire_run(std::size_t first, std::size_t last) {
+    retiring.reserve(retiring.size() + (last - first));
     for (std::size_t i = first; i < last; ++i) {
-        retire_unindexed(index.at(i), to_unpin);
+        retire_unindexed(index.at(i));
     }
     index.erase_range(first, last);
+}
+
+bool Core::take_unreferenced(std::size_t pos, RegionList &to_unpin) {
+    Region *r = index.at(pos);
+    // A lock-free hit increments only a non-retired state, so winning this
+    // CAS means nobody holds or can take a reference: we unpin it. No other
+    // party can unpin it either, so it may stay in the published snapshot
+    // until commit() (readers there see the bit and back off).
+    std::uint64_t expected = 0;
+    if (!r->state.compare_exchange_strong(expected, kRetiredBit, std::memory_order_acq_rel)) {
+        return false;
+    }
+    bytes_cached -= r->info.len;
+    to_unpin.push_back(r);
+    dirty = true;
+    return true;
 }
 
 bool Core::make_room(std::size_t len, RegionList &to_unpin) {
@@ -94,23 +110,57 @@ bool Core::make_room(std::size_t len, RegionList &to_unpin) {
         return (cfg.max_regions != 0 && index.size() + 1 > cfg.max_regions) ||
                (cfg.max_bytes != 0 && bytes_cached + len > cfg.max_bytes);
     };
-    Region *cur = lru_tail;
-    while (cur != nullptr && over()) {
-        Region *prev = cur->lru_prev;
-        // Only unreferenced regions: nobody can take a reference from 0
-        // without holding mu, so the CAS cannot race with a new reference.
-        std::uint64_t expected = 0;
-        if (cur->state.compare_exchange_strong(expected, kRetiredBit,
-                                               std::memory_order_acq_rel)) {
-            index.erase(cur);
-            lru_unlink(cur);
-            bytes_cached -= cur->info.len;
-            ++evictions;
-            to_unpin.push_back(cur);
+    // Approximate LRU: the unreferenced region with the oldest stamp goes
+    // first (ties: the lowest address). One scan per eviction (O(n), next to
+    // the pin that caused it). A region a lock-free hit grabs between the
+    // scan and the CAS is skipped on the next scan.
+    int lost_races = 0;
+    while (over() && lost_races < 64) {
+        std::size_t victim = index.npos;
+        std::uint64_t oldest = std::numeric_limits<std::uint64_t>::max();
+        for (std::size_t i = 0; i < index.size(); ++i) {
+            const Region *r = index.at(i);
+            if (r->state.load(std::memory_order_relaxed) == 0) {
+                const std::uint64_t t = r->last_use.load(std::memory_order_relaxed);
+                if (t < oldest) {
+                    oldest = t;
+                    victim = i;
+                }
+            }
         }
-        cur = prev;
+        if (victim == index.npos) {
+            break;
+        }
+        if (take_unreferenced(victim, to_unpin)) {
+            index.erase_range(victim, victim + 1);
+            ++evictions;
+        } else {
+            ++lost_races;
+        }
     }
     return !over();
+}
+
+void Core::commit(RegionList &to_unpin) {
+    if (!dirty) {
+        return;
+    }
+    dirty = false;
+    // 1. publish: readers starting from now on cannot find removed regions
+    const Snapshot *fresh = index.empty() ? nullptr : new Snapshot(index);
+    const Snapshot *old = snapshot.exchange(fresh, std::memory_order_seq_cst);
+    if (old != nullptr) {
+        epoch::retire(const_cast<Snapshot *>(old), delete_snapshot);
+    }
+    // 2. retire: from here on a last release may unpin (and retire to the
+    // epoch domain) these regions; no published snapshot points to them
+    for (Region *r : retiring) {
+        const std::uint64_t was = r->state.fetch_or(kRetiredBit, std::memory_order_acq_rel);
+        if ((was & kRefMask) == 0) {
+            to_unpin.push_back(r);
+        }
+    }
+    retiring.clear();
 }
 
 bool Core::pending_conflict(SpaceId space, std::uintptr_t lo, std::uintptr_t hi) const {

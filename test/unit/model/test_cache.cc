@@ -5,6 +5,8 @@
 #include "gdrpipe/model/calib_cache.hpp"
 #include "gdrpipe/model/obtain.hpp"
 
+#include "temp_dir.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -22,19 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/gdrpipe-model-test-XXXXXX";
-        const char *p = ::mkdtemp(tmpl);
-        REQUIRE(p != nullptr);
-        path = p;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using gdrpipe::test::TempDir;
 
 CalibKey key_a() {
     CalibKey k;

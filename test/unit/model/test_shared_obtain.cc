@@ -4,6 +4,8 @@
 
 #include "gdrpipe/model/shared_obtain.hpp"
 
+#include "temp_dir.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -23,19 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/gdrpipe-shared-test-XXXXXX";
-        const char *p = ::mkdtemp(tmpl);
-        REQUIRE(p != nullptr);
-        path = p;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using gdrpipe::test::TempDir;
 
 CalibKey key_of(const char *local, const char *remote) {
     CalibKey k;

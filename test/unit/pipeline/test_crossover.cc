@@ -4,6 +4,8 @@
 // fallback when calibration is off and nothing is cached.
 #include "server.hpp"
 
+#include "temp_dir.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -22,19 +24,7 @@ const size_t kMiB = size_t(1) << 20;
 const char *const kCrossTopo =
     "h2d=5us:20GBps,d2h=5us:20GBps,d2d=5us:200GBps,peer=5us:0.5GBps,nopeer=20us:1GBps,p2p=all";
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/gdrpipe-xover-test-XXXXXX";
-        const char *p = ::mkdtemp(tmpl);
-        REQUIRE(p != nullptr);
-        path = p;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using gdrpipe::test::TempDir;
 
 gp_xfer_config_t auto_config(const std::string &dir, int mode = GP_CALIB_AUTO) {
     gp_xfer_config_t c = config(GP_PATH_AUTO, GP_THRESH_AUTO, 0, 0);
