@@ -73,12 +73,12 @@ else
     yield=
 fi
 
-# run MODE SIZES OUT: one two-rank run (the launcher forks both ranks)
+# run MODE SIZES OUT [ITERS]: one two-rank run (the launcher forks both ranks)
 run() {
-    local mode=$1 list=$2 out=$3 rc
+    local mode=$1 list=$2 out=$3 n=${4:-$iters} rc
     UCX_GDRPIPE_PATH=$mode UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
         timeout 600 "$exe" -d "$mem" $yield -T -S "$list" \
-        -i "$iters" -I "$small_iters" -x "$warmup" >"$out" 2>"$out.log"
+        -i "$n" -I "$small_iters" -x "$warmup" >"$out" 2>"$out.log"
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
         echo "sweep_paths.sh: $mode run failed (exit $rc)" >&2
@@ -87,16 +87,20 @@ run() {
     fi
 }
 
-# calibration first (the auto runs then read the cache like any later job)
+# calibration first (the auto runs then read the cache like any later job):
+# the pair's first transfer calibrates in-process, the next ones near the
+# threshold check it through the peer (UCX_GDRPIPE_CALIB_ONLINE), and both go
+# into the cache
 t0=$(date +%s.%N)
-run auto 1M "$work/calib.txt"
+run auto 16K,64K,256K,1M,4M "$work/calib.txt" 10
 t1=$(date +%s.%N)
 echo "# calibration run (both directions, incl. start-up): $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s"
 echo "# thresholds (cache: threshold, path below it): $(for f in "$calib_dir"/crossover-*.txt; do [ -f "$f" ] && echo "$(awk '/^threshold /{t=$2} /^below /{b=$2} END{print t"/"b}' "$f")"; done | paste -sd' ' -)"
 grep -ho 'crossover for .*= .*' "$work"/calib.txt* | sed 's/^/#   /' | sort -u
 # the measured crossings (cache) and the thresholds the plugin uses (its log)
 thresholds=$( (grep -h "^threshold " "$calib_dir"/crossover-*.txt 2>/dev/null | awk '{print $2}'
-    grep -ho 'crossover for [^=]*= [0-9]* bytes' "$work"/calib.txt* | awk '{print $(NF-1)}') | sort -u)
+    grep -ho 'crossover for [^=]*= [0-9]* bytes' "$work"/calib.txt* | awk '{print $(NF-1)}'
+    grep -ho 'then checked by .*: [0-9]* bytes' "$work"/calib.txt* | awk '{print $(NF-1)}') | sort -u)
 list=$sizes
 if [ $around = 1 ]; then
     # around the crossover (the median of the pair's directions): x0.5 .. x2

@@ -119,6 +119,15 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "size is allocated on both GPUs while it runs).",
      ucs_offsetof(gdrpipe_iface_config_t, calib_max_size), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"CALIB_ONLINE", "8",
+     "Check a measured crossover through the peer: the first transfers of a pair\n"
+     "near the calibrated threshold that start while nothing else is in flight\n"
+     "alternate the two paths and are timed; after this many of each, both\n"
+     "fitted curves move by what the real transfers cost beyond the in-process\n"
+     "calibration (control messages, the peer's progress) and the rule is\n"
+     "recomputed. 0: off.",
+     ucs_offsetof(gdrpipe_iface_config_t, calib_online), UCS_CONFIG_TYPE_UINT},
+
     {"CHUNK_SIZE", "auto",
      "Chunk of the staged pipeline (at least 64k). auto: the calibrated one when\n"
      "THRESH=auto measured it before the peer's staging rings were created, else 2m.",

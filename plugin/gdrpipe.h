@@ -58,6 +58,7 @@ typedef struct gdrpipe_iface_config {
     double             calib_budget; /* seconds */
     double             calib_wait;   /* seconds */
     size_t             calib_max_size;
+    unsigned           calib_online; /* transfers per path checking the crossover */
     size_t             sync_copy_max; /* synchronous direct copies up to this size */
     unsigned           cache_max_regions;
     size_t             cache_max_bytes;

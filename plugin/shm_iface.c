@@ -243,6 +243,7 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
             .calib_budget_s    = config->calib_budget,
             .calib_wait_s      = config->calib_wait,
             .calib_max_size    = config->calib_max_size,
+            .calib_online      = config->calib_online,
             .sync_copy_max     = config->sync_copy_max
         };
         if (((config->chunk_size != UCS_MEMUNITS_AUTO) && (config->chunk_size < 65536)) ||

@@ -139,6 +139,8 @@ typedef struct gp_xfer_config {
     double calib_budget_s;    /* 0: 0.5 s */
     double calib_wait_s;      /* wait for another process's calibration; 0: 10 s */
     size_t calib_max_size;    /* largest size measured; 0: 64 MiB */
+    unsigned calib_online;    /* transfers per path that check the calibration
+                                 through the peer (online_check.hpp); 0: off */
     size_t sync_copy_max;     /* direct copies up to this size use the driver's
                                  synchronous copy (0: never) */
 } gp_xfer_config_t;
@@ -147,7 +149,7 @@ typedef struct gp_xfer_config {
  * remote key (host memory: CMA by pid; device memory: IPC / VMM / pool
  * handle, or staged-only). *reg is released with gp_mem_deregister. */
 /* Whether memory of exportable stream-ordered pools is shared for the direct
- * path (GP_RKEY_CUDA_POOL); off by default: such memory is staged. */
+ * path (GP_RKEY_CUDA_POOL); on by default; off: such memory is staged. */
 void gp_set_pool_ipc(int enable);
 int gp_mem_register(void *addr, size_t len, uint64_t host_id, gp_rkey_t *rkey,
                     void **reg, char *err, size_t errlen);

@@ -5,6 +5,7 @@
 #include "gdrpipe/log.hpp"
 #include "gdrpipe/model/report.hpp"
 #include "gdrpipe/pipeline/cuda_prober.hpp"
+#include "gdrpipe/pipeline/online_check.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -126,7 +127,23 @@ void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig 
     c.origin = got.source == model::Source::cache ? PairOrigin::cache : PairOrigin::measured;
     c.model_thresh = got.record.model.crossover().threshold;
     c.below = got.record.model.crossover().below;
+    c.have_fits = got.record.model.fit_of(model::Path::direct).available &&
+                  got.record.model.fit_of(model::Path::staged).available;
+    c.direct_fit = got.record.model.fit_of(model::Path::direct);
+    c.staged_fit = got.record.model.fit_of(model::Path::staged);
+    c.key = r.key;
     c.thresh = direct_biased(got.record.model, c.model_thresh, c.below);
+    if (got.record.online_samples > 0 && c.have_fits) {
+        // a plugin checked this calibration through a peer before: its
+        // corrected rule, no margin (the check measured what the margin guesses)
+        const CorrectedRule cr = corrected_rule(c.direct_fit, c.staged_fit, got.record.online_direct_s,
+                                                got.record.online_staged_s, cfg.max_bytes);
+        c.thresh = cr.thresh;
+        c.below = cr.below;
+        c.online_samples = got.record.online_samples;
+        c.online_direct_s = got.record.online_direct_s;
+        c.online_staged_s = got.record.online_staged_s;
+    }
     // The calibrated shape replaces the default only when it was clearly
     // faster in the measurement: the in-process probe does not see the
     // per-chunk cost of the cross-process pipeline (control, the peer's
@@ -158,14 +175,24 @@ const char *pair_origin_name(PairOrigin o) noexcept {
     return "?";
 }
 
+std::string describe_rule(std::size_t thresh, model::Path below) {
+    return thresh == model::kNever ? std::string("never (direct at every size)")
+           : thresh == 0           ? std::string("0 (staged at every size)")
+           : below == model::Path::direct
+               ? std::to_string(thresh) + " bytes (direct below, staged from)"
+               : std::to_string(thresh) + " bytes (staged below, direct from)";
+}
+
 std::string PairChoice::describe() const {
-    std::string s = "= " + (thresh == model::kNever ? std::string("never (direct at every size)")
-                            : thresh == 0           ? std::string("0 (staged at every size)")
-                            : below == model::Path::direct
-                                ? std::to_string(thresh) + " bytes (direct below, staged from)"
-                                : std::to_string(thresh) + " bytes (staged below, direct from)");
-    if (model_thresh != thresh && model_thresh != 0 && model_thresh != model::kNever)
+    std::string s = "= " + describe_rule(thresh, below);
+    if (online_samples > 0) {
+        char ob[160];
+        std::snprintf(ob, sizeof(ob), " (checked through a peer by %d transfers per path: direct %+.1f us, staged %+.1f us)",
+                      online_samples, online_direct_s * 1e6, online_staged_s * 1e6);
+        s += ob;
+    } else if (model_thresh != thresh && model_thresh != 0 && model_thresh != model::kNever) {
         s += " (measured crossing " + std::to_string(model_thresh) + ", staged where 15 % faster)";
+    }
     char buf[96];
     switch (origin) {
     case PairOrigin::measured:
@@ -245,6 +272,18 @@ const PairChoice &pair_choice(int src_dev, int dst_dev, const CrossoverConfig &c
     }
     GP_INFO("crossover for %s %s", c->label.c_str(), c->describe().c_str());
     return *m.emplace(std::make_pair(src_dev, dst_dev), std::move(c)).first->second;
+}
+
+void store_online_check(const PairChoice &c, const CrossoverConfig &cfg, int samples, double delta_direct_s,
+                        double delta_staged_s) {
+    if (c.cache_path.empty()) return; // not cached (no directory, or not stored)
+    model::CalibCache cache(cfg.dir);
+    std::optional<model::CalibRecord> rec = cache.load(c.key);
+    if (!rec) return; // replaced or removed meanwhile
+    rec->online_samples = samples;
+    rec->online_direct_s = delta_direct_s;
+    rec->online_staged_s = delta_staged_s;
+    if (!cache.store(c.key, *rec)) GP_WARN("crossover for %s: could not store the check", c.label.c_str());
 }
 
 void reset_pair_choices() {

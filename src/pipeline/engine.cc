@@ -8,6 +8,7 @@
 #include "gdrpipe/pipeline/chunk_pipe.hpp"
 #include "gdrpipe/pipeline/control.hpp"
 #include "gdrpipe/pipeline/crossover.hpp"
+#include "gdrpipe/pipeline/online_check.hpp"
 #include "gdrpipe/pipeline/import_cache.hpp"
 #include "gdrpipe/pipeline/registry.hpp"
 #include "gdrpipe/pipeline/ring.hpp"
@@ -52,6 +53,8 @@ struct PairUse {
     size_t thresh = SIZE_MAX;
     model::Path below = model::Path::direct; // path under thresh
     uint64_t direct = 0, staged = 0;    // completed transfers
+    std::unique_ptr<OnlineCheck> check;  // measured pairs: the calibration checked
+    std::string corrected;               // what the check changed (stats report)
 };
 
 // One side of a staged transfer on one ring: the shared chunk pipeline
@@ -97,6 +100,8 @@ struct Xfer {
     void *arg = nullptr;
     bool direct = false;
     PairUse *pair = nullptr;
+    bool sampled = false;          // timed for the pair's OnlineCheck
+    Clock::time_point t_start{};
     LocalMem mem;
     // direct
     cache::RegionRef imp;
@@ -172,6 +177,7 @@ struct XferEngine::Impl {
     bool chunk_auto = false; // CHUNK_SIZE / PIPELINE_DEPTH not set: calibrated shape
     bool depth_auto = false;
     CrossoverConfig xcfg;
+    unsigned online_samples = 8; // per path (UCX_GDRPIPE_CALIB_ONLINE; 0: off)
     std::map<std::pair<int, int>, PairUse> pairs;
     XferStats st;
     uint64_t next_id = 1;
@@ -203,6 +209,30 @@ struct XferEngine::Impl {
         return raw;
     }
 
+    // A sampled transfer completed: into the pair's check; when the check is
+    // complete, the pair's rule is recomputed from the corrected curves.
+    void record_sample(Xfer *x) {
+        PairUse *u = x->pair;
+        if (!u->check || !u->check->active()) return;
+        const double secs = std::chrono::duration<double>(Clock::now() - x->t_start).count();
+        const model::Path p = x->direct ? model::Path::direct : model::Path::staged;
+        if (!u->check->record(p, x->len, secs)) return;
+        const PairChoice &c = *u->choice;
+        const CorrectedRule r = corrected_rule(c.direct_fit, c.staged_fit, u->check->samples(model::Path::direct),
+                                               u->check->samples(model::Path::staged), xcfg.max_bytes);
+        char buf[200];
+        std::snprintf(buf, sizeof(buf),
+                      "checked by %zu + %zu transfers through the peer (direct %+.1f us, staged %+.1f us against "
+                      "the calibration): ",
+                      u->check->samples(model::Path::direct).size(), u->check->samples(model::Path::staged).size(),
+                      r.delta_direct_s * 1e6, r.delta_staged_s * 1e6);
+        u->thresh = r.thresh;
+        u->below = r.below;
+        u->corrected = buf + describe_rule(r.thresh, r.below);
+        GP_INFO("crossover for %s %s", c.label.c_str(), u->corrected.c_str());
+        store_online_check(c, xcfg, static_cast<int>(online_samples), r.delta_direct_s, r.delta_staged_s);
+    }
+
     void finish(Xfer *x, int status) {
         if (x->done) return;
         x->done = true;
@@ -212,6 +242,7 @@ struct XferEngine::Impl {
             pc.xfers++;
             pc.bytes += x->len;
             if (x->pair != nullptr) ++(x->direct ? x->pair->direct : x->pair->staged);
+            if (x->sampled && x->pair != nullptr) record_sample(x);
         } else {
             st.failed++;
         }
@@ -380,6 +411,7 @@ struct XferEngine::Impl {
                 return false;
             }
             x->imp = std::move(res.value());
+            if (x->sampled) x->t_start = Clock::now(); // the import is not the path's cost
             const auto *imp = x->imp.payload_as<Import>();
             ptr = reinterpret_cast<char *>(imp->ptr + (x->remote - x->rkey.base));
         }
@@ -511,13 +543,17 @@ struct XferEngine::Impl {
                 u.choice = &pair_choice(src, dst, xcfg);
                 u.thresh = u.choice->thresh;
                 u.below = u.choice->below;
+                // the calibrated rule is checked through the peer (its
+                // in-process crossing, not the margin-shifted threshold)
+                if (cfg.path == GP_PATH_AUTO && u.choice->have_fits && u.choice->online_samples == 0)
+                    u.check = std::make_unique<OnlineCheck>(online_samples, u.choice->model_thresh);
             } else {
                 u.thresh = cfg.thresh;
                 GP_INFO("crossover for %s->%s = %s (configured)", side_name(src).c_str(), side_name(dst).c_str(),
                         u.thresh == SIZE_MAX ? "never (direct at every size)"
                                              : (std::to_string(u.thresh) + " bytes").c_str());
             }
-            it = pairs.emplace(key, u).first;
+            it = pairs.emplace(key, std::move(u)).first;
         }
         PairUse *u = &it->second;
         PeerState *ps = x->ps;
@@ -696,6 +732,7 @@ std::unique_ptr<XferEngine> XferEngine::create(wire::ShmIface *wire, const gp_xf
         if (cfg->calib_dir != nullptr) impl->xcfg.dir = cfg->calib_dir;
         if (cfg->calib_budget_s > 0) impl->xcfg.budget_s = cfg->calib_budget_s;
         if (cfg->calib_wait_s > 0) impl->xcfg.wait_s = cfg->calib_wait_s;
+        impl->online_samples = cfg->calib_online;
         if (cfg->calib_max_size > 0) impl->xcfg.max_bytes = cfg->calib_max_size;
     }
     if (segment_bytes(kRingsPerPeer, impl->cfg.depth, impl->cfg.chunk_size) == 0) {
@@ -801,7 +838,18 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
             below = x->pair->below;
         }
     }
-    const bool auto_direct = (x->len < thresh) == (below == model::Path::direct);
+    bool auto_direct = (x->len < thresh) == (below == model::Path::direct);
+    if (x->pair != nullptr && x->pair->check && x->pair->check->active()) {
+        if (auto p = x->pair->check->pick(x->len, m.xfers.empty())) {
+            auto_direct = *p == model::Path::direct;
+            // steady-state costs only: a staged sample needs the peer's
+            // staging segment in place (made, and attached by the owner, at
+            // the first staged transfer); a direct one restarts its clock
+            // after the import (try_direct)
+            x->sampled = auto_direct || (x->ps->seg != nullptr);
+            x->t_start = Clock::now();
+        }
+    }
     const bool want_direct =
         rkey->kind != GP_RKEY_HOST &&
         (m.cfg.path == GP_PATH_DIRECT || (m.cfg.path == GP_PATH_AUTO && auto_direct));
@@ -861,6 +909,7 @@ std::string XferEngine::format_stats() const {
                       static_cast<unsigned long long>(u.staged));
         if (u.choice != nullptr) {
             s += "\ncrossover for " + u.choice->label + " " + u.choice->describe() + buf;
+            if (!u.corrected.empty()) s += "\n  then " + u.corrected;
         } else {
             s += "\ncrossover for " + side_name(kv.first.first) + "->" + side_name(kv.first.second) + " = " +
                  (u.thresh == SIZE_MAX ? std::string("never") : std::to_string(u.thresh) + " bytes") +

@@ -28,6 +28,12 @@ struct CalibRecord {
     bool budget_exhausted = false;            // stopped early, fitted what was there
     std::size_t probes = 0;                   // Prober::time_once calls
     std::string date;                         // ISO 8601 UTC, e.g. 2026-11-30T12:00:00Z
+    // The check through the peer (pipeline/online_check.hpp), once a plugin
+    // made it: what real transfers cost beyond each fitted curve (median,
+    // seconds) and how many transfers per path measured it. 0 samples: none.
+    int online_samples = 0;
+    double online_direct_s = 0.0;
+    double online_staged_s = 0.0;
     bool operator==(const CalibRecord &) const = default;
 };
 

@@ -48,6 +48,13 @@ struct PairChoice {
     std::size_t thresh = model::kNever;
     model::Path below = model::Path::direct;
     std::size_t model_thresh = model::kNever; // the calibration's own crossing
+    bool have_fits = false; // measured or cached: both paths' fitted curves
+    model::PathFit direct_fit, staged_fit;
+    model::CalibKey key;    // of the cache entry (measured or cached)
+    // the cache entry already holds a check through the peer (online_check.hpp):
+    // thresh/below come from the corrected curves
+    int online_samples = 0;
+    double online_direct_s = 0.0, online_staged_s = 0.0;
     model::Path path_for(std::size_t bytes) const noexcept {
         return bytes < thresh ? below : model::other_path(below);
     }
@@ -59,6 +66,9 @@ struct PairChoice {
     std::string label;      // "GPU 1a2b3c4d->5e6f7a8b"
     std::string describe() const; // "= 41380 B (measured now in 312 ms)"
 };
+
+// "never (direct at every size)", "N bytes (staged below, direct from)", ...
+std::string describe_rule(std::size_t thresh, model::Path below);
 
 // Threshold used when no measurement is available: direct wherever it works
 // (the previous fixed default, right for NVLink pairs).
@@ -93,6 +103,11 @@ std::string gpu_uuid_string(int ordinal);
 
 // "GPU 1a2b3c4d..5e6f" (the label of the log lines; "GPU <n>" without a UUID).
 std::string gpu_label(int ordinal);
+
+// Adds an engine's check through the peer to the pair's cache entry (when it
+// has one), so that later processes use the corrected rule without checking.
+void store_online_check(const PairChoice &c, const CrossoverConfig &cfg, int samples, double delta_direct_s,
+                        double delta_staged_s);
 
 // Forgets every pair (tests).
 void reset_pair_choices();

@@ -230,3 +230,60 @@ TEST_CASE("auto threshold with host memory on one side: the inverted rule", "[pi
     REQUIRE(run_pair(body, serve_b, 90) == "");
     unsetenv("GDRPIPE_SIM_TOPO");
 }
+
+TEST_CASE("the calibrated rule is checked through the peer and recomputed", "[pipeline][sim][crossover][online]") {
+    SKIP_WITHOUT_SIM();
+    setenv("GDRPIPE_SIM_TOPO", "host-inverted", 1);
+    TempDir td;
+    const std::string dir = td.path;
+    auto body = [dir](Node &n) -> int {
+        gp_xfer_config_t c = auto_config(dir);
+        c.calib_online = 3;
+        if (int rc = node_setup(n, {c})) return rc;
+        // gets of host memory from GPU 1 near the calibrated crossing
+        // (~200 KB): the first idle ones alternate the paths
+        uint64_t seed = 40;
+        for (size_t len : {64 * kKiB, 96 * kKiB, 128 * kKiB, 160 * kKiB, 192 * kKiB, 256 * kKiB, 320 * kKiB})
+            PT_CHECK(get_put(n, 0, kHost, kDev1, len, seed++) == 0);
+        const auto s = n.eng()->stats();
+        const std::string report = n.eng()->format_stats();
+        std::fprintf(stderr, "%s\n", report.c_str());
+        PT_CHECK(s.failed == 0 && s.fallbacks == 0);
+        // both directions of the pair were checked by 3 + 3 transfers
+        size_t checked = 0;
+        for (size_t at = 0; (at = report.find("then checked by 3 + 3 transfers through the peer", at)) !=
+                            std::string::npos;
+             ++at)
+            ++checked;
+        PT_CHECK(checked == 2);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(body, serve_b, 120) == "");
+    // the checks went into the cache entries: a new process uses the
+    // corrected rules and checks nothing
+    auto again = [dir](Node &n) -> int {
+        gp_xfer_config_t c = auto_config(dir);
+        c.calib_online = 3;
+        if (int rc = node_setup(n, {c})) return rc;
+        PT_CHECK(get_put(n, 0, kHost, kDev1, 128 * kKiB, 77) == 0);
+        const std::string report = n.eng()->format_stats();
+        std::fprintf(stderr, "%s\n", report.c_str());
+        size_t cached = 0;
+        for (size_t at = 0; (at = report.find("from cache", at)) != std::string::npos; ++at) ++cached;
+        PT_CHECK(cached == 2);
+        size_t checked = 0;
+        for (size_t at = 0; (at = report.find("(checked through a peer by 3 transfers per path", at)) !=
+                            std::string::npos;
+             ++at)
+            ++checked;
+        PT_CHECK(checked == 2);
+        PT_CHECK(report.find("then checked by") == std::string::npos);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    REQUIRE(run_pair(again, serve_b, 60) == "");
+    unsetenv("GDRPIPE_SIM_TOPO");
+}
