@@ -24,6 +24,7 @@
 #   --mem TYPES      buffers (gdrpipe_ucp_sweep -d): cuda (default), or per rank,
 #                    e.g. cuda,host (rank 0 GPU memory, rank 1 pageable host memory)
 # Rank r uses GPU r (of those visible): run on a machine with 2 GPUs.
+# GP_SWEEP_CPUS=A,B pins rank 0 to CPU A and rank 1 to CPU B (gdrpipe_ucp_sweep).
 # Exit status: 0 when the bound holds at every size, 1 otherwise, 2 on errors.
 set -u
 mem=cuda topo= scale=1 sizes= around=1 iters=10 small_iters= warmup=2 reps=3 bound=1.05 budget=0.5 calib_dir=

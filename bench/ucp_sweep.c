@@ -11,6 +11,7 @@
 #include "common/ucpx.h"
 
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,11 +160,29 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* the rank-dependent part: runs in both processes */
+/* GP_SWEEP_CPUS="A,B": rank 0 runs on CPU A, rank 1 on CPU B (less
+ * run-to-run spread than wherever the scheduler puts them) */
+static void bind_rank(int rank)
+{
+    const char *cpus = getenv("GP_SWEEP_CPUS");
+    int a = -1, b = -1;
+    if (cpus == NULL || sscanf(cpus, "%d,%d", &a, &b) != 2) {
+        return;
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(rank == 0 ? a : b, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+        perror("sched_setaffinity (GP_SWEEP_CPUS)");
+    }
+}
+
 static int run_side(const sweep_opts_t *o, int rank, int fd)
 {
     gp_ucp_t u;
     const int peer = 1 - rank;
     const gp_mem_t mem = rank == 0 ? o->mem : o->mem1;
+    bind_rank(rank);
     if (mem == GP_MEM_CUDA && gp_devmem_init(o->device, rank) != 0) {
         return 1;
     }

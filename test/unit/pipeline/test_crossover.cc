@@ -53,7 +53,7 @@ int serve_b(Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); }
 } // namespace
 
 TEST_CASE("auto threshold: measured at the first transfer, cached, read back", "[pipeline][sim][crossover]") {
-    SKIP_WITHOUT_SIM();
+    SKIP_UNLESS_SIM_MODEL();
     setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
     TempDir td;
     const std::string dir = td.path;
@@ -130,7 +130,7 @@ TEST_CASE("auto threshold: measured at the first transfer, cached, read back", "
 }
 
 TEST_CASE("auto threshold: an explicit pipeline shape is kept", "[pipeline][sim][crossover]") {
-    SKIP_WITHOUT_SIM();
+    SKIP_UNLESS_SIM_MODEL();
     setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
     TempDir td;
     const std::string dir = td.path;
@@ -152,7 +152,7 @@ TEST_CASE("auto threshold: an explicit pipeline shape is kept", "[pipeline][sim]
 }
 
 TEST_CASE("auto threshold: no peer access means staged, nothing measured", "[pipeline][sim][crossover]") {
-    SKIP_WITHOUT_SIM();
+    SKIP_UNLESS_SIM_MODEL();
     setenv("GDRPIPE_SIM_TOPO", "nopeer", 1);
     TempDir td;
     const std::string dir = td.path;
@@ -178,7 +178,7 @@ TEST_CASE("auto threshold: no peer access means staged, nothing measured", "[pip
 }
 
 TEST_CASE("auto threshold: calibration off without a cached entry uses the fallback", "[pipeline][sim][crossover]") {
-    SKIP_WITHOUT_SIM();
+    SKIP_UNLESS_SIM_MODEL();
     setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
     TempDir td;
     const std::string dir = td.path;
@@ -232,7 +232,7 @@ TEST_CASE("auto threshold with host memory on one side: the inverted rule", "[pi
 }
 
 TEST_CASE("the calibrated rule is checked through the peer and recomputed", "[pipeline][sim][crossover][online]") {
-    SKIP_WITHOUT_SIM();
+    SKIP_UNLESS_SIM_MODEL();
     setenv("GDRPIPE_SIM_TOPO", "host-inverted", 1);
     TempDir td;
     const std::string dir = td.path;

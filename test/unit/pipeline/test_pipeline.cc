@@ -176,7 +176,7 @@ TEST_CASE("both directions at once between the same processes", "[pipeline][sim]
 }
 
 TEST_CASE("nopeer topology: direct impossible across devices, staged instead", "[pipeline][sim]") {
-    SKIP_WITHOUT_SIM();
+    SKIP_UNLESS_SIM_MODEL();
     setenv("GDRPIPE_SIM_TOPO", "nopeer", 1);
     auto a = [](Node &n) -> int {
         if (int rc = node_setup(n, {config(GP_PATH_DIRECT)})) return rc;
