@@ -19,3 +19,10 @@ step() {   # step NAME TIMEOUT CMD...  (TAIL lines of output are echoed)
     echo "=== $name: rc=$rc ($((SECONDS - s)) s)"
     [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -E "FAIL|ERROR" "$OUT/cur.log" | head -3; }
 }
+# the MPI benchmark command lines of bench/RESULTS.md (2 ranks, one GPU each)
+MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx --mca btl ^vader,tcp,openib,uct"
+GP="-x LD_PRELOAD=$P -x UCX_TLS=gdrpipe,self"
+PUT="-x UCX_RNDV_SCHEME=put_zcopy"
+LAT="$B/bench/gdrpipe_latency -d cuda -i 1000 -x 100 -m 0:4M D D"
+BW="$B/bench/gdrpipe_bw -d cuda -i 20 -x 2 -m 64K:64M D D"
+BIBW="$B/bench/gdrpipe_bibw -d cuda -i 20 -x 2 -m 64K:64M D D"

@@ -26,12 +26,6 @@ TAIL=30 step sweep-gpu-gpu 200 bench/sweep_paths.sh --iters 20 --reps 3 --calib-
 grep -h "^online\|^threshold\|^below\|^key.local_gpu\|^key.remote_gpu" "$OUT"/calib-*/crossover-*.txt
 TAIL=16 step cache-bench 60 "$B/bench/cache/cache_bench"
 TAIL=16 step hotpath 60 "$B/bench/gdrpipe_hotpath_bench" 20000
-MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx --mca btl ^vader,tcp,openib,uct"
-GP="-x LD_PRELOAD=$P -x UCX_TLS=gdrpipe,self"
-PUT="-x UCX_RNDV_SCHEME=put_zcopy"
-LAT="$B/bench/gdrpipe_latency -d cuda -i 1000 -x 100 -m 0:4M D D"
-BW="$B/bench/gdrpipe_bw -d cuda -i 20 -x 2 -m 64K:64M D D"
-BIBW="$B/bench/gdrpipe_bibw -d cuda -i 20 -x 2 -m 64K:64M D D"
 TAIL=25 step lat-default 90 $MPIRUN $GP $LAT
 TAIL=25 step lat-rndv0 90 $MPIRUN $GP -x UCX_RNDV_THRESH=0 $LAT
 TAIL=13 step bw-get 90 $MPIRUN $GP $BW

@@ -37,6 +37,13 @@ gp_xfer_config_t auto_config(const std::string &dir, int mode = GP_CALIB_AUTO) {
     return c;
 }
 
+// how often `needle` occurs in `text`
+size_t count_of(const std::string &text, const std::string &needle) {
+    size_t n = 0;
+    for (size_t at = 0; (at = text.find(needle, at)) != std::string::npos; ++at) ++n;
+    return n;
+}
+
 std::vector<std::string> cache_files(const std::string &dir) {
     std::vector<std::string> v;
     std::error_code ec;
@@ -218,10 +225,7 @@ TEST_CASE("auto threshold with host memory on one side: the inverted rule", "[pi
         // two pairs, one per direction, each measured and inverted
         PT_CHECK(report.find("->host = ") != std::string::npos);
         PT_CHECK(report.find("crossover for host->GPU") != std::string::npos);
-        size_t inverted = 0;
-        for (size_t at = 0; (at = report.find("(staged below, direct from)", at)) != std::string::npos; ++at)
-            ++inverted;
-        PT_CHECK(inverted == 2);
+        PT_CHECK(count_of(report, "(staged below, direct from)") == 2);
         PT_CHECK(cache_files(dir).size() == 2);
         PT_CHECK(quit(n));
         node_teardown(n);
@@ -250,12 +254,7 @@ TEST_CASE("the calibrated rule is checked through the peer and recomputed", "[pi
         std::fprintf(stderr, "%s\n", report.c_str());
         PT_CHECK(s.failed == 0 && s.fallbacks == 0);
         // both directions of the pair were checked by 3 + 3 transfers
-        size_t checked = 0;
-        for (size_t at = 0; (at = report.find("then checked by 3 + 3 transfers through the peer", at)) !=
-                            std::string::npos;
-             ++at)
-            ++checked;
-        PT_CHECK(checked == 2);
+        PT_CHECK(count_of(report, "then checked by 3 + 3 transfers through the peer") == 2);
         PT_CHECK(quit(n));
         node_teardown(n);
         return 0;
@@ -270,15 +269,8 @@ TEST_CASE("the calibrated rule is checked through the peer and recomputed", "[pi
         PT_CHECK(get_put(n, 0, kHost, kDev1, 128 * kKiB, 77) == 0);
         const std::string report = n.eng()->format_stats();
         std::fprintf(stderr, "%s\n", report.c_str());
-        size_t cached = 0;
-        for (size_t at = 0; (at = report.find("from cache", at)) != std::string::npos; ++at) ++cached;
-        PT_CHECK(cached == 2);
-        size_t checked = 0;
-        for (size_t at = 0; (at = report.find("(checked through a peer by 3 transfers per path", at)) !=
-                            std::string::npos;
-             ++at)
-            ++checked;
-        PT_CHECK(checked == 2);
+        PT_CHECK(count_of(report, "from cache") == 2);
+        PT_CHECK(count_of(report, "(checked through a peer by 3 transfers per path") == 2);
         PT_CHECK(report.find("then checked by") == std::string::npos);
         PT_CHECK(quit(n));
         node_teardown(n);
