@@ -67,11 +67,7 @@ CorrectedRule corrected_rule(const model::PathFit &direct, const model::PathFit 
 
 OnlineCheck::OnlineCheck(unsigned per_path, std::size_t thresh) noexcept : per_path_(per_path) {
     if (per_path == 0 || thresh == 0 || thresh == model::kNever) return;
-    // from the smallest sizes the engine sees: the cross-process costs are
-    // per transfer, and they show best where the size's share is small
-    // (measured on the H200, GPU -> host: staged 10 us dearer at 16 KiB,
-    // level at 1-4 MiB; a band from thresh / 8 saw only the level part)
-    lo_ = kMinBytes;
+    lo_ = std::max(thresh / kBand, kMinBytes);
     hi_ = thresh > model::kNever / kBand ? model::kNever : thresh * kBand;
     active_ = lo_ <= hi_;
 }

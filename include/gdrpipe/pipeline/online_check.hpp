@@ -4,8 +4,8 @@
 // The calibration measures both paths inside one process; a real transfer also
 // pays cross-process costs that differ between the paths (the staged path's
 // control message and the peer's progress, the direct path's import), which
-// the in-process probe cannot see. So, for the first transfers of a pair from
-// 4 KiB up to 8x the calibrated threshold that start while the engine is
+// the in-process probe cannot see. So, for the first transfers of a pair whose
+// size lies near the calibrated threshold and that start while the engine is
 // idle (their time is then their own, not a queue's), the engine alternates
 // the two paths, times each transfer from start to completion, and once it
 // has `per_path` samples of each path moves each fitted curve by the median
@@ -60,7 +60,7 @@ public:
         return p == model::Path::direct ? direct_ : staged_;
     }
 
-    // Sizes sampled: [kMinBytes, thresh * kBand]
+    // Sizes sampled: [thresh / kBand, thresh * kBand], and not below kMinBytes
     // (small messages go through UCP's eager path, not the engine).
     static constexpr std::size_t kBand = 8;
     static constexpr std::size_t kMinBytes = 4096;
