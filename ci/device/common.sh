@@ -19,6 +19,10 @@ step() {   # step NAME TIMEOUT CMD...  (TAIL lines of output are echoed)
     echo "=== $name: rc=$rc ($((SECONDS - s)) s)"
     [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -E "FAIL|ERROR" "$OUT/cur.log" | head -3; }
 }
+# the real driver (tests that load it by path) and the verifiers
+REAL=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
+V=$B/test/integration/ucp_verify
+M=$B/test/integration/mpi_verify
 # the MPI benchmark command lines of bench/RESULTS.md (2 ranks, one GPU each)
 MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx --mca btl ^vader,tcp,openib,uct"
 GP="-x LD_PRELOAD=$P -x UCX_TLS=gdrpipe,self"

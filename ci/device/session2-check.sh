@@ -6,7 +6,6 @@ set -u
 nvidia-smi -L
 step info 30 "$B/tools/gdrpipe-info"
 step static-cudart-frees 60 .device/gpu-hooks/static_cudart_frees
-REAL=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
 # the CUDA side of GPUDirect RDMA (dma-buf export, write flush) on the real driver
 step gpudirect-real-driver 60 env UCX_GDRPIPE_CUDA_LIB=$REAL "$B/test/unit/cuda/test_cuda_sim" "[gpudirect]"
 # direct path for exportable stream-ordered pool memory; the default pool staged
@@ -18,7 +17,6 @@ step pool-default-fallback 120 $PRE bash test/integration/expect-path.sh fallbac
 step ucp-sweep-direct 250 bash test/integration/gpu-sweep.sh -b "$B" -o "$OUT/sweep" -P direct -V "n y" -t 120
 step ucp-sweep-staged 130 bash test/integration/gpu-sweep.sh -b "$B" -o "$OUT/sweep" -P staged -V "n" -t 120
 cat "$OUT/sweep/ucp-sweep.txt" 2>/dev/null
-M=$B/test/integration/mpi_verify
 export RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self
 step mpi-2gpu-1g 240 test/integration/run-mpi.sh $M -d cuda --max 1G --realloc
 step mpi-2gpu-1g-put 240 env UCX_RNDV_SCHEME=put_zcopy test/integration/run-mpi.sh $M -d cuda --max 1G --realloc

@@ -5,7 +5,6 @@
 # plugin) and the synchronous small-copy switch. Logs and files in $OUT.
 set -u
 . "$(dirname "$0")/common.sh"
-V=$B/test/integration/ucp_verify
 PRE="env LD_PRELOAD=$P UCX_TLS=gdrpipe,self UCX_GDRPIPE_PATH=direct"
 TAIL=4 step pool-default-staged 60 $PRE bash test/integration/expect-path.sh fallback $V -d cuda --cuda-alloc async --max 16M --realloc
 TAIL=4 step pool-exportable-off-staged 60 $PRE bash test/integration/expect-path.sh fallback $V -d cuda --cuda-alloc pool --max 16M --realloc

@@ -5,7 +5,6 @@
 set -u
 . "$(dirname "$0")/common.sh"
 nvidia-smi -L
-REAL=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
 TAIL=8 step pool-unit 120 env UCX_GDRPIPE_CUDA_LIB=$REAL "$B/test/unit/pipeline/test_pipeline" "[pool]"
 PRE="env LD_PRELOAD=$P UCX_TLS=gdrpipe,self UCX_GDRPIPE_PATH=direct UCX_GDRPIPE_POOL_IPC=y"
 TAIL=4 step pool-direct 150 $PRE bash test/integration/expect-path.sh direct $B/test/integration/ucp_verify -d cuda --cuda-alloc pool --max 64M --realloc

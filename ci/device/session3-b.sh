@@ -8,8 +8,6 @@
 set -u
 . "$(dirname "$0")/common.sh"
 nvidia-smi -L
-REAL=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
-V=$B/test/integration/ucp_verify
 PRE="env LD_PRELOAD=$P UCX_TLS=gdrpipe,self"
 # correctness first
 TAIL=6 step pool-unit 120 env UCX_GDRPIPE_CUDA_LIB=$REAL "$B/test/unit/pipeline/test_pipeline" "[pool]"
@@ -18,7 +16,6 @@ TAIL=4 step pool-default-staged 60 $PRE UCX_GDRPIPE_PATH=direct bash test/integr
 TAIL=4 step ucp-direct 120 $PRE UCX_GDRPIPE_PATH=direct bash test/integration/expect-path.sh direct $V -d cuda --max 64M --realloc
 TAIL=4 step ucp-staged 120 $PRE UCX_GDRPIPE_PATH=staged $V -d cuda --max 64M --realloc
 TAIL=4 step ucp-vmm-direct 120 $PRE UCX_GDRPIPE_PATH=direct bash test/integration/expect-path.sh direct $V -d cuda --cuda-alloc vmm --max 16M --realloc
-M=$B/test/integration/mpi_verify
 TAIL=4 step mpi-2gpu 150 env RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self test/integration/run-mpi.sh $M -d cuda --max 256M --realloc
 TAIL=4 step mpi-2gpu-put 150 env RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self UCX_RNDV_SCHEME=put_zcopy test/integration/run-mpi.sh $M -d cuda --max 256M --realloc
 # numbers

@@ -8,15 +8,12 @@
 set -u
 . "$(dirname "$0")/common.sh"
 nvidia-smi -L
-REAL=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
-V=$B/test/integration/ucp_verify
 PRE="env LD_PRELOAD=$P UCX_TLS=gdrpipe,self"
 TAIL=4 step chunk-pipe-unit 60 env UCX_GDRPIPE_CUDA_LIB=$REAL GDRPIPE_SIM_DEVICES=2 "$B/test/unit/pipeline/test_chunk_pipe"
 TAIL=4 step pipeline-unit 120 env UCX_GDRPIPE_CUDA_LIB=$REAL "$B/test/unit/pipeline/test_pipeline"
 TAIL=4 step rdma-unit 120 env UCX_GDRPIPE_CUDA_LIB=$REAL "$B/test/unit/rdma/unit_rdma"
 TAIL=4 step ucp-staged 120 $PRE UCX_GDRPIPE_PATH=staged $V -d cuda --max 64M --realloc
 TAIL=4 step ucp-auto-pool 120 $PRE $V -d cuda --cuda-alloc pool --max 64M --realloc
-M=$B/test/integration/mpi_verify
 TAIL=4 step mpi-staged-put 150 env RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self UCX_GDRPIPE_PATH=staged UCX_RNDV_SCHEME=put_zcopy test/integration/run-mpi.sh $M -d cuda --max 256M --realloc
 TAIL=4 step mpi-auto 150 env RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self test/integration/run-mpi.sh $M -d cuda --max 256M --realloc
 # the proof sweeps, each with a fresh cache: calibration, check through the peer, sweep

@@ -5,7 +5,6 @@
 # GPU <-> host with and without the check through the peer. Logs in $OUT.
 set -u
 . "$(dirname "$0")/common.sh"
-REAL=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
 TAIL=4 step pipeline-unit 150 env UCX_GDRPIPE_CUDA_LIB=$REAL "$B/test/unit/pipeline/test_pipeline"
 TAIL=4 step chunk-pipe-unit 60 env UCX_GDRPIPE_CUDA_LIB=$REAL GDRPIPE_SIM_DEVICES=2 "$B/test/unit/pipeline/test_chunk_pipe"
 export GP_SWEEP_CPUS=2,3

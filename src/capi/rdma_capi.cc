@@ -490,11 +490,10 @@ int gp_rdma_ep_start(gp_rdma_ep_t *ep, int is_get, void *local, size_t len, uint
             ep->choice_dev = device;
         }
         // host memory: direct wherever it works; a device: the port's rule
-        // (either orientation: the engine is told "direct if possible" or
-        // "staged")
+        // (either orientation). The engine's own threshold stays kNever (set
+        // at creation), so "automatic" means "direct if possible".
         if (ep->choice != nullptr && ep->choice->path_for(len) == gdrpipe::model::Path::staged)
             pc = PathChoice::staged;
-        ep->eng->set_direct_threshold(gdrpipe::model::kNever);
     }
     const std::uint64_t direct_before = ep->eng->stats().direct;
     const int rc = is_get ? ep->eng->get(b, remote_addr, k.value(), done, pc)

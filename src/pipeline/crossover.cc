@@ -43,28 +43,20 @@ constexpr double kStagedGain = 0.85;
 // direct where staged would be less than 15 % faster costs at most that at the
 // few sizes concerned.
 // Returns the rule's threshold moved so that staged is used only where its
-// fit is kStagedGain faster ("direct below" rules only).
+// fit is kStagedGain faster. "Staged below" rules keep the measured crossing:
+// through the plugin on the simulator's host-inverted topology
+// (bench/sweep_paths.sh --mem cuda,host), a threshold moved down to where
+// staged is 15 % faster made auto take direct at 0.8 x the crossing where
+// staged was 6 % faster; the direct path of a host buffer pays cross-process
+// costs too (the import, the peer's progress), so there is no one-sided bias.
 std::size_t direct_biased(const model::CostModel &m, std::size_t thresh, model::Path below) {
-    if (thresh == 0 || thresh == model::kNever) return thresh;
+    if (below == model::Path::staged || thresh == 0 || thresh == model::kNever) return thresh;
     if (!m.fit_of(model::Path::direct).available || !m.fit_of(model::Path::staged).available) return thresh;
-    auto clearly_staged = [&m](std::size_t n) {
-        return m.predict(model::Path::staged, n) <= kStagedGain * m.predict(model::Path::direct, n);
-    };
-    if (below == model::Path::direct) {
-        for (double s = static_cast<double>(thresh); s <= 64.0 * static_cast<double>(thresh); s *= 1.02) {
-            const auto n = static_cast<std::size_t>(s);
-            if (clearly_staged(n)) return n;
-        }
-        return thresh; // the fits never separate: keep the measured crossing
+    for (double s = static_cast<double>(thresh); s <= 64.0 * static_cast<double>(thresh); s *= 1.02) {
+        const auto n = static_cast<std::size_t>(s);
+        if (m.predict(model::Path::staged, n) <= kStagedGain * m.predict(model::Path::direct, n)) return n;
     }
-    // staged below: the measured crossing as it is. Measured through the
-    // plugin on the simulator's host-inverted topology (bench/sweep_paths.sh
-    // --mem cuda,host): with the threshold moved down to where staged is 15 %
-    // faster, auto took direct at 0.8 x the crossing where staged was 6 %
-    // faster; the direct path of a host buffer pays cross-process costs too
-    // (the import, the peer's progress), so there is no one-sided bias to
-    // correct.
-    return thresh;
+    return thresh; // the fits never separate: keep the measured crossing
 }
 
 std::string short_uuid(const std::string &u) {

@@ -1075,7 +1075,6 @@ int TransferEngine::get(const LocalBuffer &local, std::uint64_t remote_addr, con
     return impl_->start(true, local, remote_addr, key, std::move(cb), path);
 }
 
-void TransferEngine::set_direct_threshold(std::size_t bytes) noexcept { impl_->cfg.direct_threshold = bytes; }
 
 int TransferEngine::progress() { return impl_->progress(); }
 

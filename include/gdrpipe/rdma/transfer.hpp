@@ -128,10 +128,6 @@ class TransferEngine {
     int get(const LocalBuffer &local, std::uint64_t remote_addr, const RemoteKey &key,
             Callback cb, PathChoice path = PathChoice::automatic);
 
-    // Replaces TransferConfig::direct_threshold for later AUTO transfers (the
-    // glue's per-port measured crossover: port_crossover.hpp).
-    void set_direct_threshold(std::size_t bytes) noexcept;
-
     // Polls completions and chunk copies, advances the pipelines, runs the
     // callbacks of finished transfers. Returns the number of events handled.
     int progress();
