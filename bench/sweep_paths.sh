@@ -89,19 +89,28 @@ run() {
 }
 
 # calibration first (the auto runs then read the cache like any later job):
-# the pair's first transfer calibrates in-process, the next ones near the
-# threshold check it through the peer (UCX_GDRPIPE_CALIB_ONLINE), and both go
-# into the cache
+# the pair's first transfer calibrates in-process, the next ones check it
+# through the peer (UCX_GDRPIPE_CALIB_ONLINE transfers of each path in each
+# size class (octave) from 4 KiB to 8 x the calibrated crossing; 2 + 20
+# transfers of each octave's size here), and both go into the cache. A class
+# left unchecked would be checked inside the timed auto runs instead (each
+# one a new process, too short to finish a class), mixing both paths there.
 t0=$(date +%s.%N)
-run auto 16K,64K,256K,1M,4M "$work/calib.txt" 10
+run auto 4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M "$work/calib.txt" 20
 t1=$(date +%s.%N)
 echo "# calibration run (both directions, incl. start-up): $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s"
 echo "# thresholds (cache: threshold, path below it): $(for f in "$calib_dir"/crossover-*.txt; do [ -f "$f" ] && echo "$(awk '/^threshold /{t=$2} /^below /{b=$2} END{print t"/"b}' "$f")"; done | paste -sd' ' -)"
 grep -ho 'crossover for .*= .*' "$work"/calib.txt* | sed 's/^/#   /' | sort -u
-# the measured crossings (cache) and the thresholds the plugin uses (its log)
+# the last check of each pair (its classes and the rule; both ranks' logs
+# share the files with the program's output, so only whole lines count)
+rule_re='(never \(direct at every size\)|0 \(staged at every size\)|[0-9]+ bytes \((direct|staged) below, (direct|staged) from\)|(direct|staged) below [0-9]+ bytes(, (direct|staged) from [0-9]+)+)$'
+checks=$(grep -hE "crossover for .* checked through the peer .*\): $rule_re" "$work"/calib.txt* |
+    sed 's/.*\(crossover for \)/\1/' | awk '{ k = $0; sub(/ checked through.*/, "", k); last[k] = $0 } END { for (k in last) print last[k] }')
+[ -z "$checks" ] || echo "$checks" | sed 's/^/#   /'
+# the measured crossings (cache) and the switch points the plugin uses (its log)
 thresholds=$( (grep -h "^threshold " "$calib_dir"/crossover-*.txt 2>/dev/null | awk '{print $2}'
     grep -ho 'crossover for [^=]*= [0-9]* bytes' "$work"/calib.txt* | awk '{print $(NF-1)}'
-    grep -ho 'then checked by .*: [0-9]* bytes' "$work"/calib.txt* | awk '{print $(NF-1)}') | sort -u)
+    [ -z "$checks" ] || echo "$checks" | grep -oE "$rule_re" | grep -oE '[0-9]+' | grep -v '^0$') | sort -u)
 list=$sizes
 if [ $around = 1 ]; then
     # around the crossover (the median of the pair's directions): x0.5 .. x2

@@ -120,12 +120,13 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      ucs_offsetof(gdrpipe_iface_config_t, calib_max_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"CALIB_ONLINE", "8",
-     "Check a measured crossover through the peer: the first transfers of a pair\n"
-     "near the calibrated threshold that start while nothing else is in flight\n"
-     "alternate the two paths and are timed; after this many of each, both\n"
-     "fitted curves move by what the real transfers cost beyond the in-process\n"
-     "calibration (control messages, the peer's progress) and the rule is\n"
-     "recomputed. 0: off.",
+     "Check a measured crossover through the peer, per size class (octave) from\n"
+     "4 KiB to 8 x the calibrated threshold: the first transfers of a class that\n"
+     "start while nothing else is in flight alternate the two paths and are\n"
+     "timed; after this many of each, the class's offsets (what the real\n"
+     "transfers cost beyond the in-process calibration: control messages, the\n"
+     "peer's progress) correct both fitted curves, the rule is recomputed and\n"
+     "the class is cached. 0: off.",
      ucs_offsetof(gdrpipe_iface_config_t, calib_online), UCS_CONFIG_TYPE_UINT},
 
     {"CHUNK_SIZE", "auto",

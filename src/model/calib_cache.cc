@@ -205,8 +205,11 @@ bool parse_body(const std::vector<std::string> &lines, const CalibKey &expect, C
                  rec->pipeline.chunk_bytes > 0 && rec->pipeline.depth > 0;
             have_pp = ok;
         } else if (k == "online") {
-            ok = t.size() == 4 && parse_i(t[1], &rec->online_samples) && parse_d(t[2], &rec->online_direct_s) &&
-                 parse_d(t[3], &rec->online_staged_s) && rec->online_samples > 0;
+            OnlineClass oc;
+            ok = t.size() == 5 && parse_z(t[1], &oc.bytes) && parse_i(t[2], &oc.samples) &&
+                 parse_d(t[3], &oc.direct_s) && parse_d(t[4], &oc.staged_s) && oc.bytes > 0 && oc.samples > 0 &&
+                 (rec->online.empty() || rec->online.back().bytes < oc.bytes);
+            if (ok) rec->online.push_back(oc);
         } else if (k == "tune_bytes") {
             ok = t.size() == 2 && parse_z(t[1], &rec->tune_bytes);
         } else if (k == "trial") {
@@ -286,9 +289,9 @@ std::string serialize_record(const CalibKey &key, const CalibRecord &rec) {
     s += "probes " + fmt_z(rec.probes) + "\n";
     s += "pipeline " + fmt_z(rec.pipeline.chunk_bytes) + " " + std::to_string(rec.pipeline.depth) + "\n";
     s += "tune_bytes " + fmt_z(rec.tune_bytes) + "\n";
-    if (rec.online_samples > 0) {
-        s += "online " + std::to_string(rec.online_samples) + " " + fmt_d(rec.online_direct_s) + " " +
-             fmt_d(rec.online_staged_s) + "\n";
+    for (const OnlineClass &oc : rec.online) {
+        s += "online " + fmt_z(oc.bytes) + " " + std::to_string(oc.samples) + " " + fmt_d(oc.direct_s) + " " +
+             fmt_d(oc.staged_s) + "\n";
     }
     for (const PipelineTrial &t : rec.pipeline_trials) {
         s += "trial " + fmt_z(t.params.chunk_bytes) + " " + std::to_string(t.params.depth) + " " +

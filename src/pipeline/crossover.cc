@@ -105,6 +105,7 @@ void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig 
     if (got.status != model::CalibStatus::ok) {
         c.origin = PairOrigin::fallback;
         c.thresh = r.fallback_thresh;
+        c.rule = SizeRule::single(c.thresh, c.below);
         if (cfg.mode == model::CalibMode::off) {
             GP_INFO("crossover for %s: nothing cached and calibration is off: fallback threshold",
                     c.label.c_str());
@@ -125,16 +126,12 @@ void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig 
     c.staged_fit = got.record.model.fit_of(model::Path::staged);
     c.key = r.key;
     c.thresh = direct_biased(got.record.model, c.model_thresh, c.below);
-    if (got.record.online_samples > 0 && c.have_fits) {
-        // a plugin checked this calibration through a peer before: its
+    c.rule = SizeRule::single(c.thresh, c.below);
+    if (!got.record.online.empty() && c.have_fits) {
+        // a plugin checked this calibration through a peer before: the
         // corrected rule, no margin (the check measured what the margin guesses)
-        const CorrectedRule cr = corrected_rule(c.direct_fit, c.staged_fit, got.record.online_direct_s,
-                                                got.record.online_staged_s, cfg.max_bytes);
-        c.thresh = cr.thresh;
-        c.below = cr.below;
-        c.online_samples = got.record.online_samples;
-        c.online_direct_s = got.record.online_direct_s;
-        c.online_staged_s = got.record.online_staged_s;
+        c.online = got.record.online;
+        c.rule = corrected_rule(c.direct_fit, c.staged_fit, c.online, cfg.max_bytes);
     }
     // The calibrated shape replaces the default only when it was clearly
     // faster in the measurement: the in-process probe does not see the
@@ -168,20 +165,14 @@ const char *pair_origin_name(PairOrigin o) noexcept {
 }
 
 std::string describe_rule(std::size_t thresh, model::Path below) {
-    return thresh == model::kNever ? std::string("never (direct at every size)")
-           : thresh == 0           ? std::string("0 (staged at every size)")
-           : below == model::Path::direct
-               ? std::to_string(thresh) + " bytes (direct below, staged from)"
-               : std::to_string(thresh) + " bytes (staged below, direct from)";
+    return SizeRule::single(thresh, below).describe();
 }
 
 std::string PairChoice::describe() const {
-    std::string s = "= " + describe_rule(thresh, below);
-    if (online_samples > 0) {
-        char ob[160];
-        std::snprintf(ob, sizeof(ob), " (checked through a peer by %d transfers per path: direct %+.1f us, staged %+.1f us)",
-                      online_samples, online_direct_s * 1e6, online_staged_s * 1e6);
-        s += ob;
+    std::string s = "= " + rule.describe();
+    if (!online.empty()) {
+        s += " (checked through a peer in " + std::to_string(online.size()) + " size classes: " +
+             describe_classes(online) + ")";
     } else if (model_thresh != thresh && model_thresh != 0 && model_thresh != model::kNever) {
         s += " (measured crossing " + std::to_string(model_thresh) + ", staged where 15 % faster)";
     }
@@ -256,9 +247,11 @@ const PairChoice &pair_choice(int src_dev, int dst_dev, const CrossoverConfig &c
     if (src_dev == dst_dev) {
         c->origin = PairOrigin::same_device;
         c->thresh = model::kNever;
+        c->rule = SizeRule::single(c->thresh, c->below);
     } else if (src_dev >= 0 && dst_dev >= 0 && !dm.can_access_peer(src_dev, dst_dev)) {
         c->origin = PairOrigin::no_peer;
         c->thresh = 0;
+        c->rule = SizeRule::single(c->thresh, c->below);
     } else {
         obtain(*c, cfg);
     }
@@ -266,15 +259,18 @@ const PairChoice &pair_choice(int src_dev, int dst_dev, const CrossoverConfig &c
     return *m.emplace(std::make_pair(src_dev, dst_dev), std::move(c)).first->second;
 }
 
-void store_online_check(const PairChoice &c, const CrossoverConfig &cfg, int samples, double delta_direct_s,
-                        double delta_staged_s) {
+void store_online_check(const PairChoice &c, const CrossoverConfig &cfg,
+                        const std::vector<model::OnlineClass> &classes) {
     if (c.cache_path.empty()) return; // not cached (no directory, or not stored)
     model::CalibCache cache(cfg.dir);
     std::optional<model::CalibRecord> rec = cache.load(c.key);
     if (!rec) return; // replaced or removed meanwhile
-    rec->online_samples = samples;
-    rec->online_direct_s = delta_direct_s;
-    rec->online_staged_s = delta_staged_s;
+    // another process may have checked other classes meanwhile: keep those
+    std::map<int, model::OnlineClass> merged;
+    for (const model::OnlineClass &oc : rec->online) merged[OnlineCheck::size_class(oc.bytes)] = oc;
+    for (const model::OnlineClass &oc : classes) merged[OnlineCheck::size_class(oc.bytes)] = oc;
+    rec->online.clear();
+    for (const auto &kv : merged) rec->online.push_back(kv.second);
     if (!cache.store(c.key, *rec)) GP_WARN("crossover for %s: could not store the check", c.label.c_str());
 }
 

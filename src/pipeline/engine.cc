@@ -50,8 +50,7 @@ std::string side_name(int dev) { return dev < 0 ? std::string("host") : "GPU " +
 // uses it, and what it did with it (stats report).
 struct PairUse {
     const PairChoice *choice = nullptr; // null: configured threshold
-    size_t thresh = SIZE_MAX;
-    model::Path below = model::Path::direct; // path under thresh
+    SizeRule rule;                       // the path per size
     uint64_t direct = 0, staged = 0;    // completed transfers
     std::unique_ptr<OnlineCheck> check;  // measured pairs: the calibration checked
     std::string corrected;               // what the check changed (stats report)
@@ -209,8 +208,9 @@ struct XferEngine::Impl {
         return raw;
     }
 
-    // A sampled transfer completed: into the pair's check; when the check is
-    // complete, the pair's rule is recomputed from the corrected curves.
+    // A sampled transfer completed: into the pair's check; when that
+    // completes a size class, the pair's rule is recomputed from the
+    // corrected curves and the classes go into the cache.
     void record_sample(Xfer *x) {
         PairUse *u = x->pair;
         if (!u->check || !u->check->active()) return;
@@ -218,19 +218,13 @@ struct XferEngine::Impl {
         const model::Path p = x->direct ? model::Path::direct : model::Path::staged;
         if (!u->check->record(p, x->len, secs)) return;
         const PairChoice &c = *u->choice;
-        const CorrectedRule r = corrected_rule(c.direct_fit, c.staged_fit, u->check->samples(model::Path::direct),
-                                               u->check->samples(model::Path::staged), xcfg.max_bytes);
-        char buf[200];
-        std::snprintf(buf, sizeof(buf),
-                      "checked by %zu + %zu transfers through the peer (direct %+.1f us, staged %+.1f us against "
-                      "the calibration): ",
-                      u->check->samples(model::Path::direct).size(), u->check->samples(model::Path::staged).size(),
-                      r.delta_direct_s * 1e6, r.delta_staged_s * 1e6);
-        u->thresh = r.thresh;
-        u->below = r.below;
-        u->corrected = buf + describe_rule(r.thresh, r.below);
+        const std::vector<model::OnlineClass> &cl = u->check->classes();
+        u->rule = u->check->rule(xcfg.max_bytes);
+        u->corrected = "checked through the peer in " + std::to_string(cl.size()) + " size classes by " +
+                       std::to_string(online_samples) + " + " + std::to_string(online_samples) +
+                       " transfers each (" + describe_classes(cl) + "): " + u->rule.describe();
         GP_INFO("crossover for %s %s", c.label.c_str(), u->corrected.c_str());
-        store_online_check(c, xcfg, static_cast<int>(online_samples), r.delta_direct_s, r.delta_staged_s);
+        store_online_check(c, xcfg, cl);
     }
 
     void finish(Xfer *x, int status) {
@@ -541,17 +535,21 @@ struct XferEngine::Impl {
             PairUse u;
             if (cfg.thresh == GP_THRESH_AUTO) {
                 u.choice = &pair_choice(src, dst, xcfg);
-                u.thresh = u.choice->thresh;
-                u.below = u.choice->below;
-                // the calibrated rule is checked through the peer (its
-                // in-process crossing, not the margin-shifted threshold)
-                if (cfg.path == GP_PATH_AUTO && u.choice->have_fits && u.choice->online_samples == 0)
-                    u.check = std::make_unique<OnlineCheck>(online_samples, u.choice->model_thresh);
+                u.rule = u.choice->rule;
+                // the calibrated rule is checked through the peer around
+                // its in-process crossing (not the margin-shifted threshold),
+                // in the size classes the cache entry does not hold yet
+                if (cfg.path == GP_PATH_AUTO && u.choice->have_fits) {
+                    auto check = std::make_unique<OnlineCheck>(online_samples, u.choice->direct_fit,
+                                                               u.choice->staged_fit, u.choice->model_thresh,
+                                                               u.choice->online);
+                    if (check->active()) u.check = std::move(check);
+                }
             } else {
-                u.thresh = cfg.thresh;
+                u.rule = SizeRule::single(cfg.thresh, model::Path::direct);
                 GP_INFO("crossover for %s->%s = %s (configured)", side_name(src).c_str(), side_name(dst).c_str(),
-                        u.thresh == SIZE_MAX ? "never (direct at every size)"
-                                             : (std::to_string(u.thresh) + " bytes").c_str());
+                        cfg.thresh == SIZE_MAX ? "never (direct at every size)"
+                                               : (std::to_string(cfg.thresh) + " bytes").c_str());
             }
             it = pairs.emplace(key, std::move(u)).first;
         }
@@ -829,16 +827,12 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
     // host keys are served by CMA above or staged; device keys prefer the
     // direct path below the threshold (GP_RKEY_CUDA_NONE: counted fallback)
     // (thresh: configured, or measured per device pair: crossover.hpp)
-    size_t thresh = m.cfg.thresh == GP_THRESH_AUTO ? kFallbackThresh : m.cfg.thresh;
-    model::Path below = model::Path::direct;
+    const size_t thresh = m.cfg.thresh == GP_THRESH_AUTO ? kFallbackThresh : m.cfg.thresh;
+    bool auto_direct = x->len < thresh;
     if (m.cfg.path == GP_PATH_AUTO) {
         x->pair = m.pair_for(x.get());
-        if (x->pair != nullptr) {
-            thresh = x->pair->thresh;
-            below = x->pair->below;
-        }
+        if (x->pair != nullptr) auto_direct = x->pair->rule.path_for(x->len) == model::Path::direct;
     }
-    bool auto_direct = (x->len < thresh) == (below == model::Path::direct);
     if (x->pair != nullptr && x->pair->check && x->pair->check->active()) {
         if (auto p = x->pair->check->pick(x->len, m.xfers.empty())) {
             auto_direct = *p == model::Path::direct;
@@ -912,8 +906,7 @@ std::string XferEngine::format_stats() const {
             if (!u.corrected.empty()) s += "\n  then " + u.corrected;
         } else {
             s += "\ncrossover for " + side_name(kv.first.first) + "->" + side_name(kv.first.second) + " = " +
-                 (u.thresh == SIZE_MAX ? std::string("never") : std::to_string(u.thresh) + " bytes") +
-                 " (configured)" + buf;
+                 u.rule.describe() + " (configured)" + buf;
         }
     }
     if (export_cache_exists()) s += "\n" + export_cache().format_stats();

@@ -1,92 +1,166 @@
 #include "gdrpipe/pipeline/online_check.hpp"
 
+#include "gdrpipe/model/report.hpp"
 #include "gdrpipe/model/robust_stats.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdio>
 
 namespace gdrpipe::pipeline {
-namespace {
 
-double median_offset(const model::PathFit &f, const std::vector<OnlineSample> &v) {
-    std::vector<double> d;
-    for (const OnlineSample &s : v) {
-        const double p = f.predict(s.bytes);
-        if (std::isfinite(p)) d.push_back(s.seconds - p);
+model::Path SizeRule::path_for(std::size_t bytes) const noexcept {
+    const auto flips = std::upper_bound(bounds.begin(), bounds.end(), bytes) - bounds.begin();
+    return flips % 2 == 0 ? first : model::other_path(first);
+}
+
+SizeRule SizeRule::single(std::size_t thresh, model::Path below) {
+    SizeRule r;
+    if (thresh == model::kNever) {
+        r.first = below;
+    } else if (thresh == 0) {
+        r.first = model::other_path(below);
+    } else {
+        r.first = below;
+        r.bounds.push_back(thresh);
     }
-    return d.empty() ? 0.0 : model::median(d);
+    return r;
 }
 
-} // namespace
-
-CorrectedRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
-                             const std::vector<OnlineSample> &direct_samples,
-                             const std::vector<OnlineSample> &staged_samples, std::size_t max_bytes) {
-    return corrected_rule(direct, staged, median_offset(direct, direct_samples),
-                          median_offset(staged, staged_samples), max_bytes);
+std::string SizeRule::describe() const {
+    if (bounds.empty())
+        return first == model::Path::direct ? "never (direct at every size)" : "0 (staged at every size)";
+    if (bounds.size() == 1) {
+        return std::to_string(bounds[0]) +
+               (first == model::Path::direct ? " bytes (direct below, staged from)" : " bytes (staged below, direct from)");
+    }
+    std::string s = std::string(model::path_name(first)) + " below " + std::to_string(bounds[0]) + " bytes";
+    model::Path p = first;
+    for (std::size_t b : bounds) {
+        p = model::other_path(p);
+        s += std::string(", ") + model::path_name(p) + " from " + std::to_string(b);
+    }
+    return s;
 }
 
-CorrectedRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged, double delta_direct_s,
-                             double delta_staged_s, std::size_t max_bytes) {
-    CorrectedRule r;
-    r.delta_direct_s = delta_direct_s;
-    r.delta_staged_s = delta_staged_s;
-    // > 0: staged cheaper at n
-    auto gain = [&](std::size_t n) {
-        return (direct.predict(n) + r.delta_direct_s) - (staged.predict(n) + r.delta_staged_s);
-    };
+std::string describe_classes(const std::vector<model::OnlineClass> &classes) {
+    std::string s;
+    for (const model::OnlineClass &c : classes) {
+        char buf[96];
+        std::snprintf(buf, sizeof(buf), ": direct %+.1f us, staged %+.1f us", c.direct_s * 1e6, c.staged_s * 1e6);
+        if (!s.empty()) s += "; ";
+        s += model::format_bytes(c.bytes) + buf;
+    }
+    return s;
+}
+
+double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, std::size_t bytes) {
+    if (classes.empty()) return 0.0;
+    auto off = [p](const model::OnlineClass &c) { return p == model::Path::direct ? c.direct_s : c.staged_s; };
+    if (bytes <= classes.front().bytes) return off(classes.front());
+    if (bytes >= classes.back().bytes) return off(classes.back());
+    auto hi = std::upper_bound(classes.begin(), classes.end(), bytes,
+                               [](std::size_t n, const model::OnlineClass &c) { return n < c.bytes; });
+    auto lo = hi - 1;
+    const double x = std::log2(static_cast<double>(bytes));
+    const double x0 = std::log2(static_cast<double>(lo->bytes)), x1 = std::log2(static_cast<double>(hi->bytes));
+    const double w = (x - x0) / (x1 - x0);
+    return off(*lo) + w * (off(*hi) - off(*lo));
+}
+
+SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
+                        const std::vector<model::OnlineClass> &classes, std::size_t max_bytes) {
+    SizeRule r;
     if (!direct.available || !staged.available) {
-        r.thresh = direct.available ? model::kNever : 0;
+        r.first = direct.available ? model::Path::direct : model::Path::staged;
         return r;
     }
-    const bool staged_small = gain(1) > 0;
+    // > 0: staged cheaper at n
+    auto staged_wins = [&](std::size_t n) {
+        return direct.predict(n) + class_offset(classes, model::Path::direct, n) >
+               staged.predict(n) + class_offset(classes, model::Path::staged, n);
+    };
+    bool side = staged_wins(1);
+    r.first = side ? model::Path::staged : model::Path::direct;
     std::size_t prev = 1;
     const double top = static_cast<double>(std::max<std::size_t>(max_bytes, 2));
     for (double g = 1.0; g < top;) {
         g = std::min(g * std::pow(2.0, 0.125), top);
         const auto n = static_cast<std::size_t>(g);
         if (n <= prev) continue;
-        if ((gain(n) > 0) != staged_small) {
-            std::size_t a = prev, b = n; // side(a) == staged_small != side(b)
+        if (staged_wins(n) != side) {
+            std::size_t a = prev, b = n; // side at a, the other side at b
             while (b - a > 1) {
                 const std::size_t mid = a + (b - a) / 2;
-                if ((gain(mid) > 0) == staged_small) a = mid;
+                if (staged_wins(mid) == side) a = mid;
                 else b = mid;
             }
-            r.thresh = b;
-            r.below = staged_small ? model::Path::staged : model::Path::direct;
-            return r;
+            r.bounds.push_back(b);
+            side = !side;
         }
         prev = n;
     }
-    // no crossing in range: one path everywhere
-    r.below = model::Path::direct;
-    r.thresh = staged_small ? 0 : model::kNever;
     return r;
 }
 
-OnlineCheck::OnlineCheck(unsigned per_path, std::size_t thresh) noexcept : per_path_(per_path) {
-    if (per_path == 0 || thresh == 0 || thresh == model::kNever) return;
-    lo_ = std::max(thresh / kBand, kMinBytes);
-    hi_ = thresh > model::kNever / kBand ? model::kNever : thresh * kBand;
-    active_ = lo_ <= hi_;
+int OnlineCheck::size_class(std::size_t bytes) noexcept {
+    return bytes == 0 ? 0 : static_cast<int>(std::bit_width(bytes)) - 1;
+}
+
+OnlineCheck::OnlineCheck(unsigned per_path, const model::PathFit &direct, const model::PathFit &staged,
+                         std::size_t thresh, std::vector<model::OnlineClass> known)
+    : per_path_(per_path), direct_(direct), staged_(staged), classes_(std::move(known)) {
+    std::sort(classes_.begin(), classes_.end(),
+              [](const model::OnlineClass &a, const model::OnlineClass &b) { return a.bytes < b.bytes; });
+    if (per_path == 0 || thresh == 0 || thresh == model::kNever || !direct.available || !staged.available) return;
+    const std::size_t hi = thresh > model::kNever / kBand ? model::kNever : thresh * kBand;
+    lo_ = size_class(kMinBytes);
+    hi_ = size_class(hi);
+    for (int c = lo_; c <= hi_; ++c)
+        if (!complete(c)) ++open_;
+}
+
+bool OnlineCheck::complete(int cls) const noexcept {
+    return std::any_of(classes_.begin(), classes_.end(),
+                       [cls](const model::OnlineClass &c) { return size_class(c.bytes) == cls; });
 }
 
 std::optional<model::Path> OnlineCheck::pick(std::size_t bytes, bool idle) const noexcept {
-    if (!active_ || !idle || bytes < lo_ || bytes > hi_) return std::nullopt;
-    // the path with fewer samples; direct first
-    return staged_.size() < direct_.size() ? model::Path::staged : model::Path::direct;
+    if (open_ == 0 || !idle) return std::nullopt;
+    const int cls = size_class(bytes);
+    if (!in_band(cls) || complete(cls)) return std::nullopt;
+    // the path with fewer samples in the class; direct first
+    auto it = pending_.find(cls);
+    if (it == pending_.end()) return model::Path::direct;
+    return it->second.staged.size() < it->second.direct.size() ? model::Path::staged : model::Path::direct;
 }
 
 bool OnlineCheck::record(model::Path p, std::size_t bytes, double seconds) {
-    if (!active_) return false;
-    std::vector<OnlineSample> &v = p == model::Path::direct ? direct_ : staged_;
-    if (v.size() < per_path_) v.push_back({bytes, seconds});
-    if (direct_.size() >= per_path_ && staged_.size() >= per_path_) {
-        active_ = false;
-        return true;
-    }
-    return false;
+    const int cls = size_class(bytes);
+    if (open_ == 0 || !in_band(cls) || complete(cls)) return false;
+    const model::PathFit &f = p == model::Path::direct ? direct_ : staged_;
+    const double predicted = f.predict(bytes);
+    if (!std::isfinite(predicted) || !std::isfinite(seconds)) return false;
+    Pending &pd = pending_[cls];
+    std::vector<double> &v = p == model::Path::direct ? pd.direct : pd.staged;
+    if (v.size() >= per_path_) return false;
+    v.push_back(seconds - predicted);
+    pd.sizes.push_back(static_cast<double>(bytes));
+    if (pd.direct.size() < per_path_ || pd.staged.size() < per_path_) return false;
+    model::OnlineClass oc;
+    oc.bytes = static_cast<std::size_t>(std::llround(model::median(pd.sizes)));
+    oc.samples = static_cast<int>(per_path_);
+    oc.direct_s = model::median(pd.direct);
+    oc.staged_s = model::median(pd.staged);
+    classes_.insert(std::upper_bound(classes_.begin(), classes_.end(), oc,
+                                     [](const model::OnlineClass &a, const model::OnlineClass &b) {
+                                         return a.bytes < b.bytes;
+                                     }),
+                    oc);
+    pending_.erase(cls);
+    --open_;
+    return true;
 }
 
 } // namespace gdrpipe::pipeline

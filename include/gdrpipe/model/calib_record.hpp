@@ -18,6 +18,16 @@ struct PipelineTrial {
     bool operator==(const PipelineTrial &) const = default;
 };
 
+// What real transfers of one size class cost beyond each fitted curve, as a
+// plugin measured it through a peer (pipeline/online_check.hpp).
+struct OnlineClass {
+    std::size_t bytes = 0;  // the class's median sampled size
+    int samples = 0;        // per path
+    double direct_s = 0.0;  // median (measured - predicted) of each path, seconds
+    double staged_s = 0.0;
+    bool operator==(const OnlineClass &) const = default;
+};
+
 struct CalibRecord {
     CostModel model;
     PipelineParams pipeline;                  // chosen chunk size and depth
@@ -28,12 +38,9 @@ struct CalibRecord {
     bool budget_exhausted = false;            // stopped early, fitted what was there
     std::size_t probes = 0;                   // Prober::time_once calls
     std::string date;                         // ISO 8601 UTC, e.g. 2026-11-30T12:00:00Z
-    // The check through the peer (pipeline/online_check.hpp), once a plugin
-    // made it: what real transfers cost beyond each fitted curve (median,
-    // seconds) and how many transfers per path measured it. 0 samples: none.
-    int online_samples = 0;
-    double online_direct_s = 0.0;
-    double online_staged_s = 0.0;
+    // The check through the peer (pipeline/online_check.hpp), per size class
+    // a plugin completed, ascending by size; empty: not checked.
+    std::vector<OnlineClass> online;
     bool operator==(const CalibRecord &) const = default;
 };
 

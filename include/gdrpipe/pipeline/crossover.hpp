@@ -15,6 +15,7 @@
 #include "gdrpipe/model/cost_model.hpp"
 #include "gdrpipe/model/shared_obtain.hpp"
 #include "gdrpipe/model/types.hpp"
+#include "gdrpipe/pipeline/online_check.hpp"
 
 #include <cstddef>
 #include <string>
@@ -44,20 +45,19 @@ const char *pair_origin_name(PairOrigin o) noexcept;
 struct PairChoice {
     int src_dev = -1; // where the data comes from (-1: host memory)
     int dst_dev = -1; // where it goes (-1: host memory)
-    // the rule: `below` under thresh, the other path from it on
+    // the calibrated rule: `below` under thresh, the other path from it on
     std::size_t thresh = model::kNever;
     model::Path below = model::Path::direct;
     std::size_t model_thresh = model::kNever; // the calibration's own crossing
     bool have_fits = false; // measured or cached: both paths' fitted curves
     model::PathFit direct_fit, staged_fit;
     model::CalibKey key;    // of the cache entry (measured or cached)
-    // the cache entry already holds a check through the peer (online_check.hpp):
-    // thresh/below come from the corrected curves
-    int online_samples = 0;
-    double online_direct_s = 0.0, online_staged_s = 0.0;
-    model::Path path_for(std::size_t bytes) const noexcept {
-        return bytes < thresh ? below : model::other_path(below);
-    }
+    // the size classes of the cache entry already checked through a peer
+    // (online_check.hpp); when there are any, `rule` comes from the
+    // corrected curves, else it is thresh/below
+    std::vector<model::OnlineClass> online;
+    SizeRule rule;
+    model::Path path_for(std::size_t bytes) const noexcept { return rule.path_for(bytes); }
     bool have_pipeline = false;         // `pipeline` was calibrated
     model::PipelineParams pipeline;
     PairOrigin origin = PairOrigin::fallback;
@@ -104,10 +104,11 @@ std::string gpu_uuid_string(int ordinal);
 // "GPU 1a2b3c4d..5e6f" (the label of the log lines; "GPU <n>" without a UUID).
 std::string gpu_label(int ordinal);
 
-// Adds an engine's check through the peer to the pair's cache entry (when it
-// has one), so that later processes use the corrected rule without checking.
-void store_online_check(const PairChoice &c, const CrossoverConfig &cfg, int samples, double delta_direct_s,
-                        double delta_staged_s);
+// Puts an engine's checked size classes into the pair's cache entry (when it
+// has one; classes the entry holds and `classes` lacks are kept), so that
+// later processes use the corrected rule without checking those classes.
+void store_online_check(const PairChoice &c, const CrossoverConfig &cfg,
+                        const std::vector<model::OnlineClass> &classes);
 
 // Forgets every pair (tests).
 void reset_pair_choices();

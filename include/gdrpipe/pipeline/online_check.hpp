@@ -3,73 +3,103 @@
 //
 // The calibration measures both paths inside one process; a real transfer also
 // pays cross-process costs that differ between the paths (the staged path's
-// control message and the peer's progress, the direct path's import), which
-// the in-process probe cannot see. So, for the first transfers of a pair whose
-// size lies near the calibrated threshold and that start while the engine is
-// idle (their time is then their own, not a queue's), the engine alternates
-// the two paths, times each transfer from start to completion, and once it
-// has `per_path` samples of each path moves each fitted curve by the median
-// difference between what it measured and what the fit predicted. The rule
-// is then recomputed from the corrected curves and kept for the pair.
+// control message and the peer's progress, the direct path's import and
+// completion), which the in-process probe cannot see -- and on the H200
+// machine the difference depends on the size (GPU -> host memory: staged
+// about 10 us dearer than calibrated at 16 KiB, level with direct at 1-4 MiB).
+// So the check works per size class (one octave): for the first transfers of
+// a class that start while the engine is idle (their time is then their own,
+// not a queue's) the engine alternates the two paths and times each one from
+// start to completion. Once a class has `per_path` samples of each path, the
+// class's offsets -- the median of (measured - fitted) of each path -- are
+// kept. Each path's corrected cost is its fit plus its offset, interpolated
+// between the checked classes (linear in log2 of the size, constant beyond
+// the first and last), and the rule is recomputed from the corrected curves:
+// it may switch paths more than once.
 #pragma once
+#include "gdrpipe/model/calib_record.hpp"
 #include "gdrpipe/model/cost_model.hpp"
 
 #include <cstddef>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace gdrpipe::pipeline {
 
-struct OnlineSample {
-    std::size_t bytes = 0;
-    double seconds = 0.0;
+// A direct/staged rule with any number of switch points.
+struct SizeRule {
+    model::Path first = model::Path::direct; // below bounds[0] (everywhere without bounds)
+    std::vector<std::size_t> bounds;         // ascending: the path changes at each, from it on
+
+    model::Path path_for(std::size_t bytes) const noexcept;
+    // "N bytes, `below` below it" (kNever: `below` everywhere; 0: the other path everywhere)
+    static SizeRule single(std::size_t thresh, model::Path below);
+    // "never (direct at every size)", "N bytes (staged below, direct from)",
+    // "direct below A bytes, staged from A, direct from B", ...
+    std::string describe() const;
+    bool operator==(const SizeRule &) const = default;
 };
 
-struct CorrectedRule {
-    std::size_t thresh = model::kNever;
-    model::Path below = model::Path::direct;
-    double delta_direct_s = 0.0; // median (measured - predicted) of each path
-    double delta_staged_s = 0.0;
-};
+// The offset of path p at `bytes` from the checked classes (ascending by
+// size; none: 0): piecewise linear in log2(size) between the classes' sizes,
+// the nearest class's beyond them.
+double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, std::size_t bytes);
 
-// The rule of the fits moved by the samples' median offsets, scanned over
-// [1, max_bytes]: where the corrected curves cross (the first crossing when
-// there are several), with the path that is cheaper below it.
-CorrectedRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
-                             const std::vector<OnlineSample> &direct_samples,
-                             const std::vector<OnlineSample> &staged_samples, std::size_t max_bytes);
-// The same from known offsets (a cached check).
-CorrectedRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged, double delta_direct_s,
-                             double delta_staged_s, std::size_t max_bytes);
+// "16 KiB: direct +8.4 us, staged +22.5 us; 64 KiB: ..." (the offsets per class)
+std::string describe_classes(const std::vector<model::OnlineClass> &classes);
+
+// The rule of the fits corrected by the classes' offsets, scanned over
+// [1, max_bytes]: every crossing of the corrected curves.
+SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
+                        const std::vector<model::OnlineClass> &classes, std::size_t max_bytes);
 
 // The sampling state of one pair (not thread-safe: one engine's thread).
 class OnlineCheck {
 public:
-    // per_path == 0: off
-    OnlineCheck(unsigned per_path, std::size_t thresh) noexcept;
+    // per_path == 0: off. Checks the classes from kMinBytes up to
+    // kBand x thresh (the calibrated crossing) that `known` (a cached check)
+    // does not hold already; direct-everywhere and staged-everywhere rules
+    // (thresh kNever / 0) are not checked.
+    OnlineCheck(unsigned per_path, const model::PathFit &direct, const model::PathFit &staged, std::size_t thresh,
+                std::vector<model::OnlineClass> known = {});
 
-    bool active() const noexcept { return active_; }
+    // some class of the band is still incomplete
+    bool active() const noexcept { return open_ > 0; }
     // The path to force for a transfer of `bytes` starting now, or nullopt:
     // follow the rule. `idle`: nothing else is in flight in the engine.
     std::optional<model::Path> pick(std::size_t bytes, bool idle) const noexcept;
-    // A sampled transfer completed on `p`; true when both paths have enough
-    // samples (active() turns false).
+    // A sampled transfer completed on `p` in `seconds`; true when it completed
+    // its class (classes() then holds it).
     bool record(model::Path p, std::size_t bytes, double seconds);
 
-    const std::vector<OnlineSample> &samples(model::Path p) const noexcept {
-        return p == model::Path::direct ? direct_ : staged_;
-    }
+    // complete classes (known and checked here), ascending by size
+    const std::vector<model::OnlineClass> &classes() const noexcept { return classes_; }
+    SizeRule rule(std::size_t max_bytes) const { return corrected_rule(direct_, staged_, classes_, max_bytes); }
 
-    // Sizes sampled: [thresh / kBand, thresh * kBand], and not below kMinBytes
-    // (small messages go through UCP's eager path, not the engine).
+    // floor(log2(bytes)) (0 for 0)
+    static int size_class(std::size_t bytes) noexcept;
+
+    // Sizes sampled: [kMinBytes, thresh * kBand] (smaller messages go
+    // through UCP's eager path, not the engine).
     static constexpr std::size_t kBand = 8;
     static constexpr std::size_t kMinBytes = 4096;
 
 private:
+    struct Pending {
+        std::vector<double> direct, staged; // measured - predicted
+        std::vector<double> sizes;
+    };
+    bool in_band(int cls) const noexcept { return cls >= lo_ && cls <= hi_; }
+    bool complete(int cls) const noexcept;
+
     unsigned per_path_ = 0;
-    std::size_t lo_ = 0, hi_ = 0;
-    bool active_ = false;
-    std::vector<OnlineSample> direct_, staged_;
+    model::PathFit direct_, staged_;
+    int lo_ = 0, hi_ = -1; // band of classes
+    int open_ = 0;         // band classes not complete
+    std::map<int, Pending> pending_;
+    std::vector<model::OnlineClass> classes_;
 };
 
 } // namespace gdrpipe::pipeline

@@ -71,7 +71,9 @@ void capture(gdrpipe::LogLevel level, const char *, int, const char *msg) {
 TEST_CASE("cache round trip keeps every field", "[model][cache]") {
     TempDir d;
     const CalibCache cache(d.path);
-    const CalibRecord rec = sample_record();
+    CalibRecord rec = sample_record();
+    // a check through the peer in two size classes (pipeline/online_check.hpp)
+    rec.online = {{16384, 8, 5.25e-6, 1.5e-5}, {1048576, 8, -2e-6, 1.25e-6}};
     CHECK_FALSE(cache.load(key_a()).has_value());
     REQUIRE(cache.store(key_a(), rec));
     std::string why;
@@ -85,6 +87,7 @@ TEST_CASE("cache round trip keeps every field", "[model][cache]") {
     const std::string text = read_all(cache.path_for(key_a()));
     CHECK(text.size() < 16384);
     CHECK(text.find("key.driver_version 580.159.04") != std::string::npos);
+    CHECK(text.find("\nonline 16384 8 ") != std::string::npos);
     CHECK(text.rfind("checksum ") != std::string::npos);
     // no temporary files are left behind
     int files = 0;

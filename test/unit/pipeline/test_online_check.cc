@@ -1,11 +1,15 @@
-// The calibration checked through the peer (online_check.hpp): the corrected
-// rule from measured offsets, and the sampling state of one pair.
+// The calibration checked through the peer (online_check.hpp): rules with any
+// number of switch points, the offsets per size class and their
+// interpolation, the corrected rule, and the sampling state of one pair.
 #include "gdrpipe/pipeline/online_check.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 using namespace gdrpipe::pipeline;
 using gdrpipe::model::kNever;
+using gdrpipe::model::OnlineClass;
 using gdrpipe::model::Path;
 using gdrpipe::model::PathFit;
 
@@ -19,81 +23,193 @@ PathFit linear(double lat_s, double bw_Bps) {
     return f;
 }
 
-// samples of `f` at a few sizes, each `extra_s` slower than the fit
-std::vector<OnlineSample> samples(const PathFit &f, double extra_s) {
-    std::vector<OnlineSample> v;
-    for (std::size_t n : {std::size_t{32} << 10, std::size_t{64} << 10, std::size_t{256} << 10,
-                          std::size_t{1} << 20})
-        v.push_back({n, f.predict(n) + extra_s});
-    return v;
+// one class at `bytes` whose transfers cost the given extra over each fit
+OnlineClass cls(std::size_t bytes, double direct_extra_s, double staged_extra_s) {
+    return {bytes, 8, direct_extra_s, staged_extra_s};
 }
 
 const std::size_t k64M = std::size_t{64} << 20;
+const std::size_t kKiB = 1024, kMiB = 1024 * 1024;
+
+// the cheaper corrected path at n, computed here from the definition
+Path cheaper(const PathFit &d, const PathFit &s, const std::vector<OnlineClass> &c, std::size_t n) {
+    const double td = d.predict(n) + class_offset(c, Path::direct, n);
+    const double ts = s.predict(n) + class_offset(c, Path::staged, n);
+    return ts < td ? Path::staged : Path::direct;
+}
+
+// feeds `n` samples per path of size `bytes`, each `extra` over the fit
+bool feed(OnlineCheck &oc, const PathFit &d, const PathFit &s, std::size_t bytes, double d_extra, double s_extra,
+          unsigned n) {
+    bool done = false;
+    for (unsigned i = 0; i < n; ++i) {
+        done = oc.record(Path::direct, bytes, d.predict(bytes) + d_extra) || done;
+        done = oc.record(Path::staged, bytes, s.predict(bytes) + s_extra) || done;
+    }
+    return done;
+}
 
 } // namespace
+
+TEST_CASE("size rules: one threshold, none, several", "[pipeline][online]") {
+    const SizeRule never = SizeRule::single(kNever, Path::direct);
+    CHECK(never.path_for(1) == Path::direct);
+    CHECK(never.path_for(kNever - 1) == Path::direct);
+    CHECK(never.describe() == "never (direct at every size)");
+    const SizeRule zero = SizeRule::single(0, Path::direct);
+    CHECK(zero.path_for(0) == Path::staged);
+    CHECK(zero.describe() == "0 (staged at every size)");
+    const SizeRule usual = SizeRule::single(1000, Path::direct);
+    CHECK(usual.path_for(999) == Path::direct);
+    CHECK(usual.path_for(1000) == Path::staged);
+    CHECK(usual.describe() == "1000 bytes (direct below, staged from)");
+    const SizeRule inverted = SizeRule::single(1000, Path::staged);
+    CHECK(inverted.path_for(999) == Path::staged);
+    CHECK(inverted.path_for(1000) == Path::direct);
+    CHECK(inverted.describe() == "1000 bytes (staged below, direct from)");
+    SizeRule three;
+    three.first = Path::direct;
+    three.bounds = {100, 200, 300};
+    CHECK(three.path_for(99) == Path::direct);
+    CHECK(three.path_for(100) == Path::staged);
+    CHECK(three.path_for(250) == Path::direct);
+    CHECK(three.path_for(300) == Path::staged);
+    CHECK(three.describe() == "direct below 100 bytes, staged from 100, direct from 200, staged from 300");
+}
+
+TEST_CASE("class offsets interpolate in log2 of the size, constant beyond", "[pipeline][online]") {
+    const std::vector<OnlineClass> c = {cls(16 * kKiB, 10e-6, 20e-6), cls(kMiB, 2e-6, 4e-6)};
+    CHECK(class_offset({}, Path::direct, 12345) == 0.0);
+    CHECK(class_offset(c, Path::direct, 1) == Approx(10e-6));
+    CHECK(class_offset(c, Path::staged, 16 * kKiB) == Approx(20e-6));
+    CHECK(class_offset(c, Path::direct, 64 * kMiB) == Approx(2e-6));
+    // 128 KiB is half way between 16 KiB and 1 MiB in log2 (2^14, 2^17, 2^20)
+    CHECK(class_offset(c, Path::direct, 128 * kKiB) == Approx(6e-6));
+    CHECK(class_offset(c, Path::staged, 128 * kKiB) == Approx(12e-6));
+}
 
 TEST_CASE("corrected rule: equal offsets keep the crossing", "[pipeline][online]") {
     // GPU 0 -> host on the H200 machine, in-process: staged below ~221 KiB
     const PathFit d = linear(11.1e-6, 12.8e9), s = linear(8.4e-6, 8.59e9);
-    const CorrectedRule r = corrected_rule(d, s, samples(d, 5e-6), samples(s, 5e-6), k64M);
-    CHECK(r.below == Path::staged);
-    CHECK(r.delta_direct_s == Approx(5e-6));
-    CHECK(r.delta_staged_s == Approx(5e-6));
+    const SizeRule r = corrected_rule(d, s, {cls(64 * kKiB, 5e-6, 5e-6), cls(kMiB, 5e-6, 5e-6)}, k64M);
+    CHECK(r.first == Path::staged);
+    REQUIRE(r.bounds.size() == 1);
     // analytic crossing: 2.7 us / (1/8.59G - 1/12.8G)
     const double want = 2.7e-6 / (1 / 8.59e9 - 1 / 12.8e9);
-    CHECK(static_cast<double>(r.thresh) == Approx(want).epsilon(0.01));
+    CHECK(static_cast<double>(r.bounds[0]) == Approx(want).epsilon(0.01));
+    // no classes: the fits alone
+    CHECK(corrected_rule(d, s, {}, k64M) == r);
 }
 
 TEST_CASE("corrected rule: a staged path 10 us dearer through the peer loses everywhere", "[pipeline][online]") {
     // measured through the plugin on the H200 machine: staged pays the
     // control message and the peer's progress on top of the in-process time
     const PathFit d = linear(11.1e-6, 12.8e9), s = linear(8.4e-6, 8.59e9);
-    const CorrectedRule r = corrected_rule(d, s, samples(d, 10e-6), samples(s, 20e-6), k64M);
-    CHECK(r.thresh == kNever);
-    CHECK(r.below == Path::direct);
-    CHECK(r.delta_staged_s - r.delta_direct_s == Approx(10e-6));
+    const SizeRule r = corrected_rule(d, s, {cls(256 * kKiB, 10e-6, 20e-6)}, k64M);
+    CHECK(r == SizeRule::single(kNever, Path::direct));
 }
 
 TEST_CASE("corrected rule: the usual form moves up by the staged overhead", "[pipeline][online]") {
     // PCIe peer read: direct 6 us + n/3 GB/s, staged 10 us + n/10 GB/s
     const PathFit d = linear(6e-6, 3e9), s = linear(10e-6, 10e9);
-    const CorrectedRule same = corrected_rule(d, s, samples(d, 0), samples(s, 0), k64M);
-    const CorrectedRule dearer = corrected_rule(d, s, samples(d, 0), samples(s, 30e-6), k64M);
-    CHECK(same.below == Path::direct);
-    CHECK(dearer.below == Path::direct);
-    CHECK(static_cast<double>(same.thresh) == Approx(4e-6 / (1 / 3e9 - 1 / 10e9)).epsilon(0.01));
-    CHECK(static_cast<double>(dearer.thresh) == Approx(34e-6 / (1 / 3e9 - 1 / 10e9)).epsilon(0.01));
+    const SizeRule same = corrected_rule(d, s, {cls(64 * kKiB, 0, 0)}, k64M);
+    const SizeRule dearer = corrected_rule(d, s, {cls(64 * kKiB, 0, 30e-6)}, k64M);
+    REQUIRE(same.bounds.size() == 1);
+    REQUIRE(dearer.bounds.size() == 1);
+    CHECK(same.first == Path::direct);
+    CHECK(dearer.first == Path::direct);
+    CHECK(static_cast<double>(same.bounds[0]) == Approx(4e-6 / (1 / 3e9 - 1 / 10e9)).epsilon(0.01));
+    CHECK(static_cast<double>(dearer.bounds[0]) == Approx(34e-6 / (1 / 3e9 - 1 / 10e9)).epsilon(0.01));
     // a staged path that got cheaper than measured: staged at every size
-    const CorrectedRule cheaper = corrected_rule(d, s, samples(d, 20e-6), samples(s, 0), k64M);
-    CHECK(cheaper.thresh == 0);
-    // the median, not the mean: one wild sample does not move it
-    std::vector<OnlineSample> wild = samples(s, 0);
-    wild.push_back({std::size_t{64} << 10, 1.0});
-    wild.push_back({std::size_t{64} << 10, s.predict(std::size_t{64} << 10)});
-    CHECK(corrected_rule(d, s, samples(d, 0), wild, k64M).thresh == same.thresh);
+    CHECK(corrected_rule(d, s, {cls(64 * kKiB, 20e-6, 0)}, k64M) == SizeRule::single(0, Path::direct));
 }
 
-TEST_CASE("online check: samples near the threshold, idle starts only, both paths", "[pipeline][online]") {
-    OnlineCheck off(0, 100000);
-    CHECK_FALSE(off.active());
-    CHECK_FALSE(OnlineCheck(8, kNever).active()); // direct everywhere: nothing to check
-    CHECK_FALSE(OnlineCheck(8, 0).active());
+TEST_CASE("corrected rule: a gap that depends on the size gives a rule of several switches", "[pipeline][online]") {
+    // the H200 GPU -> host memory case, through the plugin: in-process staged
+    // wins below ~221 KiB, but through the peer staged costs 10 us more at
+    // 16 KiB and is level with direct from 1 MiB on
+    const PathFit d = linear(11.1e-6, 12.8e9), s = linear(8.4e-6, 8.59e9);
+    const std::vector<OnlineClass> gpu_host = {cls(16 * kKiB, 5e-6, 15e-6), cls(kMiB, 15e-6, 15e-6)};
+    const SizeRule r = corrected_rule(d, s, gpu_host, k64M);
+    CHECK(r.path_for(16 * kKiB) == Path::direct); // a constant offset from 1 MiB said staged here
+    CHECK(r.path_for(kMiB) == Path::direct);
+    // PCIe peer read with a staged path that costs 400 us more around 1 MiB
+    // only: direct, staged, direct, staged
+    const PathFit pd = linear(6e-6, 3e9), ps = linear(10e-6, 10e9);
+    const std::vector<OnlineClass> bump = {cls(4 * kKiB, 0, 0), cls(64 * kKiB, 0, 0), cls(kMiB, 0, 400e-6),
+                                           cls(16 * kMiB, 0, 0)};
+    const SizeRule r2 = corrected_rule(pd, ps, bump, k64M);
+    CHECK(r2.first == Path::direct);
+    CHECK(r2.bounds.size() == 3);
+    // at every size the rule takes the cheaper corrected path (within a
+    // 0.2 % step of a switch point, either is right)
+    for (double g = 1; g < static_cast<double>(k64M); g *= 1.1) {
+        const auto n = static_cast<std::size_t>(g);
+        bool near_switch = false;
+        for (std::size_t b : r2.bounds) near_switch |= std::fabs(double(n) / double(b) - 1) < 0.002;
+        if (!near_switch) CHECK(r2.path_for(n) == cheaper(pd, ps, bump, n));
+    }
+}
 
-    OnlineCheck c(2, 100000);
+TEST_CASE("online check: per size class, idle starts only, both paths", "[pipeline][online]") {
+    const PathFit d = linear(6e-6, 3e9), s = linear(10e-6, 10e9);
+    CHECK_FALSE(OnlineCheck(0, d, s, 100000).active());
+    CHECK_FALSE(OnlineCheck(8, d, s, kNever).active()); // direct everywhere: nothing to check
+    CHECK_FALSE(OnlineCheck(8, d, s, 0).active());
+    CHECK_FALSE(OnlineCheck(8, PathFit{}, s, 100000).active());
+
+    OnlineCheck c(2, d, s, 100000);
     REQUIRE(c.active());
-    CHECK_FALSE(c.pick(100000, false).has_value());      // something in flight
-    CHECK_FALSE(c.pick(1024, true).has_value());         // eager sizes are not the engine's
-    CHECK_FALSE(c.pick(100000 * 8 + 1, true).has_value()); // outside the band
+    CHECK_FALSE(c.pick(100000, false).has_value());        // something in flight
+    CHECK_FALSE(c.pick(1024, true).has_value());           // eager sizes are not the engine's
+    CHECK_FALSE(c.pick(100000 * 8 * 2, true).has_value()); // beyond the band's last class
+    CHECK(c.pick(4096, true).has_value());                 // the band starts at 4 KiB
     REQUIRE(c.pick(100000, true).has_value());
     CHECK(*c.pick(100000, true) == Path::direct);
-    CHECK_FALSE(c.record(Path::direct, 100000, 1e-5));
-    CHECK(*c.pick(12500, true) == Path::staged); // alternates to the path with fewer samples
-    CHECK_FALSE(c.record(Path::staged, 12500, 2e-5));
-    CHECK_FALSE(c.record(Path::direct, 100000, 1e-5));
-    CHECK_FALSE(c.record(Path::direct, 100000, 1e-5)); // beyond per_path: ignored
-    CHECK(c.samples(Path::direct).size() == 2);
-    CHECK(c.active());
-    CHECK(c.record(Path::staged, 800000, 2e-5));
+    CHECK_FALSE(c.record(Path::direct, 100000, d.predict(100000) + 1e-6));
+    CHECK(*c.pick(100000, true) == Path::staged); // alternates in the class
+    CHECK(*c.pick(12500, true) == Path::direct);  // another class: its own count
+    CHECK_FALSE(c.record(Path::staged, 100000, s.predict(100000) + 3e-6));
+    CHECK_FALSE(c.record(Path::direct, 70000, d.predict(70000) + 1e-6));
+    CHECK_FALSE(c.record(Path::direct, 70000, 1.0)); // beyond per_path: ignored
+    CHECK(c.classes().empty());
+    CHECK(c.record(Path::staged, 90000, s.predict(90000) + 5e-6)); // completes class 16 (64-128 KiB)
+    REQUIRE(c.classes().size() == 1);
+    CHECK(OnlineCheck::size_class(c.classes()[0].bytes) == 16);
+    CHECK(c.classes()[0].samples == 2);
+    CHECK(c.classes()[0].direct_s == Approx(1e-6));
+    CHECK(c.classes()[0].staged_s == Approx(4e-6));
+    CHECK_FALSE(c.pick(100000, true).has_value()); // that class is done
+    CHECK(c.active());                             // the others are not
+    CHECK_FALSE(c.record(Path::direct, 100000, 1.0));
+}
+
+TEST_CASE("online check: classes complete one by one, cached ones are not sampled again", "[pipeline][online]") {
+    const PathFit d = linear(6e-6, 3e9), s = linear(10e-6, 10e9);
+    // threshold 57 KB: the band is 4 KiB .. 456 KB, classes 12 .. 18
+    OnlineCheck c(5, d, s, 57000);
+    int done = 0;
+    for (int k = 12; k <= 18; ++k) {
+        REQUIRE(c.active());
+        // the median, not the mean: one wild sample per path does not move it
+        const std::size_t n = std::size_t{3} << (k - 1);
+        CHECK_FALSE(c.record(Path::staged, n, 1.0));
+        CHECK_FALSE(c.record(Path::direct, n, 1.0));
+        done += feed(c, d, s, n, 1e-6, 2e-6, 5) ? 1 : 0;
+    }
+    CHECK(done == 7);
     CHECK_FALSE(c.active());
-    CHECK_FALSE(c.pick(100000, true).has_value());
+    REQUIRE(c.classes().size() == 7);
+    for (const OnlineClass &oc : c.classes()) {
+        CHECK(oc.direct_s == Approx(1e-6));
+        CHECK(oc.staged_s == Approx(2e-6));
+    }
+    // a later process with the classes from the cache: nothing left to check
+    CHECK_FALSE(OnlineCheck(5, d, s, 57000, c.classes()).active());
+    // ... unless its band reaches classes the cache lacks
+    OnlineCheck wider(5, d, s, 1000000, c.classes());
+    CHECK(wider.active());
+    CHECK_FALSE(wider.pick(100000, true).has_value());
+    CHECK(wider.pick(std::size_t{1} << 20, true).has_value());
+    CHECK(wider.rule(k64M) == corrected_rule(d, s, c.classes(), k64M));
 }
