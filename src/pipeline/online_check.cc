@@ -55,18 +55,54 @@ std::string describe_classes(const std::vector<model::OnlineClass> &classes) {
     return s;
 }
 
+namespace {
+
+// the weighted median of (value, weight) pairs (weights > 0)
+double weighted_median(std::vector<std::pair<double, double>> v) {
+    std::sort(v.begin(), v.end());
+    double total = 0.0;
+    for (const auto &p : v) total += p.second;
+    double run = 0.0;
+    for (const auto &p : v) {
+        run += p.second;
+        if (run >= total / 2) return p.first;
+    }
+    return v.back().first;
+}
+
+} // namespace
+
+OffsetTrend fit_offsets(const std::vector<model::OnlineClass> &classes, model::Path p) {
+    OffsetTrend t;
+    if (classes.empty()) return t;
+    std::vector<double> x, y;
+    for (const model::OnlineClass &c : classes) {
+        x.push_back(static_cast<double>(c.bytes));
+        y.push_back(p == model::Path::direct ? c.direct_s : c.staged_s);
+    }
+    t.lo_bytes = *std::min_element(x.begin(), x.end());
+    t.hi_bytes = *std::max_element(x.begin(), x.end());
+    // Theil-Sen with each pair's slope weighted by how far apart its sizes
+    // are (two neighbouring small classes say little about a per-byte cost),
+    // then the median intercept
+    std::vector<std::pair<double, double>> slopes;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        for (std::size_t j = i + 1; j < x.size(); ++j)
+            if (x[j] != x[i]) slopes.emplace_back((y[j] - y[i]) / (x[j] - x[i]), std::fabs(x[j] - x[i]));
+    t.per_byte_s = slopes.empty() ? 0.0 : weighted_median(slopes);
+    std::vector<double> at;
+    for (std::size_t i = 0; i < x.size(); ++i) at.push_back(y[i] - t.per_byte_s * x[i]);
+    t.fixed_s = model::median(at);
+    return t;
+}
+
+double OffsetTrend::at(std::size_t bytes) const noexcept {
+    const double n = std::clamp(static_cast<double>(bytes), lo_bytes, hi_bytes);
+    return fixed_s + per_byte_s * n;
+}
+
 double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, std::size_t bytes) {
-    if (classes.empty()) return 0.0;
-    auto off = [p](const model::OnlineClass &c) { return p == model::Path::direct ? c.direct_s : c.staged_s; };
-    if (bytes <= classes.front().bytes) return off(classes.front());
-    if (bytes >= classes.back().bytes) return off(classes.back());
-    auto hi = std::upper_bound(classes.begin(), classes.end(), bytes,
-                               [](std::size_t n, const model::OnlineClass &c) { return n < c.bytes; });
-    auto lo = hi - 1;
-    const double x = std::log2(static_cast<double>(bytes));
-    const double x0 = std::log2(static_cast<double>(lo->bytes)), x1 = std::log2(static_cast<double>(hi->bytes));
-    const double w = (x - x0) / (x1 - x0);
-    return off(*lo) + w * (off(*hi) - off(*lo));
+    return fit_offsets(classes, p).at(bytes);
 }
 
 SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
@@ -76,11 +112,8 @@ SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &stag
         r.first = direct.available ? model::Path::direct : model::Path::staged;
         return r;
     }
-    // > 0: staged cheaper at n
-    auto staged_wins = [&](std::size_t n) {
-        return direct.predict(n) + class_offset(classes, model::Path::direct, n) >
-               staged.predict(n) + class_offset(classes, model::Path::staged, n);
-    };
+    const OffsetTrend od = fit_offsets(classes, model::Path::direct), os = fit_offsets(classes, model::Path::staged);
+    auto staged_wins = [&](std::size_t n) { return direct.predict(n) + od.at(n) > staged.predict(n) + os.at(n); };
     bool side = staged_wins(1);
     r.first = side ? model::Path::staged : model::Path::direct;
     std::size_t prev = 1;

@@ -12,10 +12,10 @@
 // not a queue's) the engine alternates the two paths and times each one from
 // start to completion. Once a class has `per_path` samples of each path, the
 // class's offsets -- the median of (measured - fitted) of each path -- are
-// kept. Each path's corrected cost is its fit plus its offset, interpolated
-// between the checked classes (linear in log2 of the size, constant beyond
-// the first and last), and the rule is recomputed from the corrected curves:
-// it may switch paths more than once.
+// kept. Each path's corrected cost is its fit plus a robust affine trend of
+// its offsets over the checked classes (fixed + per byte, constant beyond
+// the first and last class), and the rule is recomputed from the corrected
+// curves: it may switch paths more than once.
 #pragma once
 #include "gdrpipe/model/calib_record.hpp"
 #include "gdrpipe/model/cost_model.hpp"
@@ -42,9 +42,19 @@ struct SizeRule {
     bool operator==(const SizeRule &) const = default;
 };
 
-// The offset of path p at `bytes` from the checked classes (ascending by
-// size; none: 0): piecewise linear in log2(size) between the classes' sizes,
-// the nearest class's beyond them.
+// What one path costs beyond its fit, as a function of the size, from the
+// checked classes: a correction of the fit's own form, fixed + per byte
+// (the cross-process latency, and a bandwidth the in-process probe got
+// wrong), fitted robustly (Theil-Sen, pair slopes weighted by their size
+// span: one class measured off -- one process, one buffer -- does not bend
+// it) and held constant beyond the first and last class. No classes: 0.
+struct OffsetTrend {
+    double fixed_s = 0.0, per_byte_s = 0.0;
+    double lo_bytes = 0.0, hi_bytes = 0.0; // the classes' range
+    double at(std::size_t bytes) const noexcept;
+};
+OffsetTrend fit_offsets(const std::vector<model::OnlineClass> &classes, model::Path p);
+// fit_offsets(classes, p).at(bytes)
 double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, std::size_t bytes);
 
 // "16 KiB: direct +8.4 us, staged +22.5 us; 64 KiB: ..." (the offsets per class)
