@@ -57,42 +57,79 @@ std::string describe_classes(const std::vector<model::OnlineClass> &classes) {
 
 namespace {
 
-// the weighted median of (value, weight) pairs (weights > 0)
-double weighted_median(std::vector<std::pair<double, double>> v) {
-    std::sort(v.begin(), v.end());
-    double total = 0.0;
-    for (const auto &p : v) total += p.second;
-    double run = 0.0;
-    for (const auto &p : v) {
-        run += p.second;
-        if (run >= total / 2) return p.first;
-    }
-    return v.back().first;
+// weighted least squares of y = a + b x over the points kept
+void fit_line(const std::vector<double> &x, const std::vector<double> &y, const std::vector<double> &w,
+              const std::vector<bool> &keep, double *a, double *b) {
+    double sw = 0, sx = 0, sy = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        if (keep[i]) {
+            sw += w[i];
+            sx += w[i] * x[i];
+            sy += w[i] * y[i];
+        }
+    const double mx = sx / sw, my = sy / sw;
+    double sxx = 0, sxy = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        if (keep[i]) {
+            sxx += w[i] * (x[i] - mx) * (x[i] - mx);
+            sxy += w[i] * (x[i] - mx) * (y[i] - my);
+        }
+    *b = sxx > 0 ? sxy / sxx : 0.0;
+    *a = my - *b * mx;
 }
 
 } // namespace
 
-OffsetTrend fit_offsets(const std::vector<model::OnlineClass> &classes, model::Path p) {
+OffsetTrend fit_offsets(const std::vector<model::OnlineClass> &classes, model::Path p, const model::PathFit &fit) {
     OffsetTrend t;
     if (classes.empty()) return t;
-    std::vector<double> x, y;
+    std::vector<double> x, y, w, scale;
     for (const model::OnlineClass &c : classes) {
         x.push_back(static_cast<double>(c.bytes));
         y.push_back(p == model::Path::direct ? c.direct_s : c.staged_s);
+        // relative errors, as the fit itself: each class counts by how far
+        // off it is against its own transfer time
+        double tt = fit.predict(c.bytes);
+        if (!std::isfinite(tt) || tt < 1e-6) tt = 1e-6;
+        scale.push_back(tt);
+        w.push_back(1.0 / (tt * tt));
     }
     t.lo_bytes = *std::min_element(x.begin(), x.end());
     t.hi_bytes = *std::max_element(x.begin(), x.end());
-    // Theil-Sen with each pair's slope weighted by how far apart its sizes
-    // are (two neighbouring small classes say little about a per-byte cost),
-    // then the median intercept
-    std::vector<std::pair<double, double>> slopes;
-    for (std::size_t i = 0; i < x.size(); ++i)
-        for (std::size_t j = i + 1; j < x.size(); ++j)
-            if (x[j] != x[i]) slopes.emplace_back((y[j] - y[i]) / (x[j] - x[i]), std::fabs(x[j] - x[i]));
-    t.per_byte_s = slopes.empty() ? 0.0 : weighted_median(slopes);
-    std::vector<double> at;
-    for (std::size_t i = 0; i < x.size(); ++i) at.push_back(y[i] - t.per_byte_s * x[i]);
-    t.fixed_s = model::median(at);
+    std::vector<bool> keep(x.size(), true);
+    std::size_t kept = x.size();
+    fit_line(x, y, w, keep, &t.fixed_s, &t.per_byte_s);
+    // one class measured off (one process, one buffer, the first transfers
+    // of a process) must not bend the line: the class whose leave-one-out
+    // error is largest is dropped while that error is far beyond the
+    // others', at most a quarter of them (a class far off pulls a least-
+    // squares line toward itself, so it is judged by a line fitted without it)
+    while (kept >= 4 && (x.size() - kept) < x.size() / 4 + 1) {
+        std::size_t worst = 0;
+        double worst_r = -1, worst_a = 0, worst_b = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            if (!keep[i]) continue;
+            keep[i] = false;
+            double a = 0, b = 0;
+            fit_line(x, y, w, keep, &a, &b);
+            keep[i] = true;
+            const double ri = std::fabs(y[i] - a - b * x[i]) / scale[i];
+            if (ri > worst_r) {
+                worst_r = ri;
+                worst = i;
+                worst_a = a;
+                worst_b = b;
+            }
+        }
+        std::vector<double> r; // the others' errors against the line without the candidate
+        for (std::size_t i = 0; i < x.size(); ++i)
+            if (keep[i] && i != worst) r.push_back(std::fabs(y[i] - worst_a - worst_b * x[i]) / scale[i]);
+        if (worst_r <= std::max(kOutlierFloor, kOutlierMads * model::median(r))) break;
+        keep[worst] = false;
+        --kept;
+        t.fixed_s = worst_a;
+        t.per_byte_s = worst_b;
+    }
     return t;
 }
 
@@ -101,8 +138,9 @@ double OffsetTrend::at(std::size_t bytes) const noexcept {
     return fixed_s + per_byte_s * n;
 }
 
-double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, std::size_t bytes) {
-    return fit_offsets(classes, p).at(bytes);
+double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, const model::PathFit &fit,
+                    std::size_t bytes) {
+    return fit_offsets(classes, p, fit).at(bytes);
 }
 
 SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
@@ -112,7 +150,8 @@ SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &stag
         r.first = direct.available ? model::Path::direct : model::Path::staged;
         return r;
     }
-    const OffsetTrend od = fit_offsets(classes, model::Path::direct), os = fit_offsets(classes, model::Path::staged);
+    const OffsetTrend od = fit_offsets(classes, model::Path::direct, direct),
+                      os = fit_offsets(classes, model::Path::staged, staged);
     auto staged_wins = [&](std::size_t n) { return direct.predict(n) + od.at(n) > staged.predict(n) + os.at(n); };
     bool side = staged_wins(1);
     r.first = side ? model::Path::staged : model::Path::direct;

@@ -13,9 +13,9 @@
 // start to completion. Once a class has `per_path` samples of each path, the
 // class's offsets -- the median of (measured - fitted) of each path -- are
 // kept. Each path's corrected cost is its fit plus a robust affine trend of
-// its offsets over the checked classes (fixed + per byte, constant beyond
-// the first and last class), and the rule is recomputed from the corrected
-// curves: it may switch paths more than once.
+// its offsets over the checked classes (fixed + per byte: OffsetTrend), and
+// the rule is recomputed from the corrected curves: it may switch paths more
+// than once.
 #pragma once
 #include "gdrpipe/model/calib_record.hpp"
 #include "gdrpipe/model/cost_model.hpp"
@@ -45,17 +45,25 @@ struct SizeRule {
 // What one path costs beyond its fit, as a function of the size, from the
 // checked classes: a correction of the fit's own form, fixed + per byte
 // (the cross-process latency, and a bandwidth the in-process probe got
-// wrong), fitted robustly (Theil-Sen, pair slopes weighted by their size
-// span: one class measured off -- one process, one buffer -- does not bend
-// it) and held constant beyond the first and last class. No classes: 0.
+// wrong), fitted like the fit itself -- least squares of the errors
+// relative to each class's transfer time, so that small classes set the
+// fixed part and large ones the per-byte part -- with the class farthest
+// off dropped while it lies kOutlierMads x the median relative error (and
+// at least kOutlierFloor) off the line (one class measured off -- one
+// process, one buffer, a process's first transfers -- must not bend it),
+// at most a quarter of them; held constant beyond the first and last
+// class. No classes: 0.
 struct OffsetTrend {
     double fixed_s = 0.0, per_byte_s = 0.0;
     double lo_bytes = 0.0, hi_bytes = 0.0; // the classes' range
     double at(std::size_t bytes) const noexcept;
 };
-OffsetTrend fit_offsets(const std::vector<model::OnlineClass> &classes, model::Path p);
-// fit_offsets(classes, p).at(bytes)
-double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, std::size_t bytes);
+inline constexpr double kOutlierMads = 4.0;
+inline constexpr double kOutlierFloor = 0.25;
+OffsetTrend fit_offsets(const std::vector<model::OnlineClass> &classes, model::Path p, const model::PathFit &fit);
+// fit_offsets(classes, p, fit).at(bytes)
+double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, const model::PathFit &fit,
+                    std::size_t bytes);
 
 // "16 KiB: direct +8.4 us, staged +22.5 us; 64 KiB: ..." (the offsets per class)
 std::string describe_classes(const std::vector<model::OnlineClass> &classes);

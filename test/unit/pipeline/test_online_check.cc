@@ -33,8 +33,8 @@ const std::size_t kKiB = 1024, kMiB = 1024 * 1024;
 
 // the cheaper corrected path at n, computed here from the definition
 Path cheaper(const PathFit &d, const PathFit &s, const std::vector<OnlineClass> &c, std::size_t n) {
-    const double td = d.predict(n) + class_offset(c, Path::direct, n);
-    const double ts = s.predict(n) + class_offset(c, Path::staged, n);
+    const double td = d.predict(n) + class_offset(c, Path::direct, d, n);
+    const double ts = s.predict(n) + class_offset(c, Path::staged, s, n);
     return ts < td ? Path::staged : Path::direct;
 }
 
@@ -78,16 +78,17 @@ TEST_CASE("size rules: one threshold, none, several", "[pipeline][online]") {
 }
 
 TEST_CASE("class offsets: fixed + per byte, robust, constant beyond", "[pipeline][online]") {
-    CHECK(class_offset({}, Path::direct, 12345) == 0.0);
+    const PathFit pd = linear(6e-6, 3e9), ps = linear(10e-6, 10e9);
+    CHECK(class_offset({}, Path::direct, pd, 12345) == 0.0);
     // one class: its offset everywhere
-    CHECK(class_offset({cls(kMiB, 3e-6, 4e-6)}, Path::staged, 1) == Approx(4e-6));
+    CHECK(class_offset({cls(kMiB, 3e-6, 4e-6)}, Path::staged, ps, 1) == Approx(4e-6));
     // two classes: the line through both
     const std::vector<OnlineClass> two = {cls(kMiB, 10e-6, 20e-6), cls(3 * kMiB, 4e-6, 2e-6)};
-    CHECK(class_offset(two, Path::direct, 1) == Approx(10e-6)); // held below the first class
-    CHECK(class_offset(two, Path::staged, kMiB) == Approx(20e-6));
-    CHECK(class_offset(two, Path::direct, 64 * kMiB) == Approx(4e-6)); // and above the last
-    CHECK(class_offset(two, Path::direct, 2 * kMiB) == Approx(7e-6));
-    CHECK(class_offset(two, Path::staged, 2 * kMiB) == Approx(11e-6));
+    CHECK(class_offset(two, Path::direct, pd, 1) == Approx(10e-6)); // held below the first class
+    CHECK(class_offset(two, Path::staged, ps, kMiB) == Approx(20e-6));
+    CHECK(class_offset(two, Path::direct, pd, 64 * kMiB) == Approx(4e-6)); // and above the last
+    CHECK(class_offset(two, Path::direct, pd, 2 * kMiB) == Approx(7e-6));
+    CHECK(class_offset(two, Path::staged, ps, 2 * kMiB) == Approx(11e-6));
     // the simulator's pcie-slow pair through the plugin: the staged path
     // pays ~130 us plus ~330 us per MiB beyond the in-process calibration
     std::vector<OnlineClass> line;
@@ -95,16 +96,24 @@ TEST_CASE("class offsets: fixed + per byte, robust, constant beyond", "[pipeline
         const std::size_t n = std::size_t{1} << k;
         line.push_back(cls(n, 40e-6, 130e-6 + 330e-6 * double(n) / double(kMiB)));
     }
-    CHECK(class_offset(line, Path::staged, 512 * kKiB) == Approx(295e-6));
-    CHECK(class_offset(line, Path::direct, 512 * kKiB) == Approx(40e-6));
-    // ... with two classes measured 60 us off: the line does not move
+    CHECK(class_offset(line, Path::staged, ps, 512 * kKiB) == Approx(295e-6));
+    CHECK(class_offset(line, Path::direct, pd, 512 * kKiB) == Approx(40e-6));
+    // ... with one class of each path measured far off: the line does not move
     std::vector<OnlineClass> off = line;
-    off[2].staged_s += 60e-6;
-    off[5].direct_s -= 60e-6;
+    off[2].staged_s += 60e-6;  // 64 KiB: 60 us on a ~150 us transfer
+    off[5].direct_s -= 100e-6; // 512 KiB
     for (std::size_t n : {16 * kKiB, 100 * kKiB, 128 * kKiB, kMiB}) {
-        CHECK(class_offset(off, Path::staged, n) == Approx(class_offset(line, Path::staged, n)));
-        CHECK(class_offset(off, Path::direct, n) == Approx(40e-6));
+        CHECK(class_offset(off, Path::staged, ps, n) == Approx(class_offset(line, Path::staged, ps, n)));
+        CHECK(class_offset(off, Path::direct, pd, n) == Approx(40e-6));
     }
+    // the H200 GPU -> host case of run 19: direct's offset falls with the
+    // size (the in-process bandwidth was low), the small classes keep theirs
+    const PathFit hd = linear(9.9e-6, 11.4e9);
+    std::vector<OnlineClass> h200;
+    const double dd[] = {2.9e-6, 4.4e-6, 5.5e-6, 9.8e-6, 13.3e-6, -0.3e-6, -11.7e-6, -45.8e-6, -127.4e-6, -338.5e-6};
+    for (int k = 14; k <= 23; ++k) h200.push_back(cls(std::size_t{1} << k, dd[k - 14], 0));
+    CHECK(class_offset(h200, Path::direct, hd, 16 * kKiB) == Approx(4e-6).margin(3e-6));
+    CHECK(class_offset(h200, Path::direct, hd, 8 * kMiB) < -100e-6);
 }
 
 TEST_CASE("corrected rule: equal offsets keep the crossing", "[pipeline][online]") {
