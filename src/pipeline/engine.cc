@@ -216,6 +216,8 @@ struct XferEngine::Impl {
         if (!u->check || !u->check->active()) return;
         const double secs = std::chrono::duration<double>(Clock::now() - x->t_start).count();
         const model::Path p = x->direct ? model::Path::direct : model::Path::staged;
+        GP_DEBUG("crossover check for %s: %s %zu bytes in %.1f us", u->choice->label.c_str(), model::path_name(p),
+                 x->len, secs * 1e6);
         if (!u->check->record(p, x->len, secs)) return;
         const PairChoice &c = *u->choice;
         const std::vector<model::OnlineClass> &cl = u->check->classes();
