@@ -9,8 +9,8 @@
 // about 10 us dearer than calibrated at 16 KiB, level with direct at 1-4 MiB).
 // So the check works per size class (one octave): for the first transfers of
 // a class that start while the engine is idle (their time is then their own,
-// not a queue's) the engine alternates the two paths and times each one from
-// start to completion. Once a class has `per_path` samples of each path, the
+// not a queue's) the engine runs the two paths in turn, kBlock transfers at
+// a time, and times each one from start to completion. Once a class has `per_path` samples of each path, the
 // class's offsets -- the median of (measured - fitted) of each path -- are
 // kept. Each path's corrected cost is its fit plus a robust affine trend of
 // its offsets over the checked classes (fixed + per byte: OffsetTrend), and
@@ -102,6 +102,8 @@ public:
     // Sizes sampled: [kMinBytes, thresh * kBand] (smaller messages go
     // through UCP's eager path, not the engine).
     static constexpr std::size_t kBand = 8;
+    // consecutive transfers of one path while sampling a class
+    static constexpr std::size_t kBlock = 4;
     static constexpr std::size_t kMinBytes = 4096;
 
 private:

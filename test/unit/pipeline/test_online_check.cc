@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <string>
 
 using namespace gdrpipe::pipeline;
 using gdrpipe::model::kNever;
@@ -205,10 +206,11 @@ TEST_CASE("online check: per size class, idle starts only, both paths", "[pipeli
     REQUIRE(c.pick(100000, true).has_value());
     CHECK(*c.pick(100000, true) == Path::direct);
     CHECK_FALSE(c.record(Path::direct, 100000, d.predict(100000) + 1e-6));
-    CHECK(*c.pick(100000, true) == Path::staged); // alternates in the class
+    CHECK(*c.pick(100000, true) == Path::direct); // a block of one path ...
+    CHECK_FALSE(c.record(Path::direct, 70000, d.predict(70000) + 1e-6));
+    CHECK(*c.pick(100000, true) == Path::staged); // ... until it has its samples
     CHECK(*c.pick(12500, true) == Path::direct);  // another class: its own count
     CHECK_FALSE(c.record(Path::staged, 100000, s.predict(100000) + 3e-6));
-    CHECK_FALSE(c.record(Path::direct, 70000, d.predict(70000) + 1e-6));
     CHECK_FALSE(c.record(Path::direct, 70000, 1.0)); // beyond per_path: ignored
     CHECK(c.classes().empty());
     CHECK(c.record(Path::staged, 90000, s.predict(90000) + 5e-6)); // completes class 16 (64-128 KiB)
@@ -220,6 +222,20 @@ TEST_CASE("online check: per size class, idle starts only, both paths", "[pipeli
     CHECK_FALSE(c.pick(100000, true).has_value()); // that class is done
     CHECK(c.active());                             // the others are not
     CHECK_FALSE(c.record(Path::direct, 100000, 1.0));
+}
+
+TEST_CASE("online check: the paths take turns in blocks", "[pipeline][online]") {
+    const PathFit d = linear(6e-6, 3e9), s = linear(10e-6, 10e9);
+    OnlineCheck c(8, d, s, 100000);
+    std::string order;
+    for (int i = 0; i < 16; ++i) {
+        const auto p = c.pick(100000, true);
+        REQUIRE(p.has_value());
+        order += *p == Path::direct ? 'd' : 's';
+        c.record(*p, 100000, (*p == Path::direct ? d : s).predict(100000));
+    }
+    CHECK(order == "ddddssssddddssss");
+    CHECK_FALSE(c.pick(100000, true).has_value());
 }
 
 TEST_CASE("online check: classes complete one by one, cached ones are not sampled again", "[pipeline][online]") {
