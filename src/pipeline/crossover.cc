@@ -127,11 +127,12 @@ void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig 
     c.key = r.key;
     c.thresh = direct_biased(got.record.model, c.model_thresh, c.below);
     c.rule = SizeRule::single(c.thresh, c.below);
+    c.table = got.record.model.table();
     if (!got.record.online.empty() && c.have_fits) {
         // a plugin checked this calibration through a peer before: the
         // corrected rule, no margin (the check measured what the margin guesses)
         c.online = got.record.online;
-        c.rule = corrected_rule(c.direct_fit, c.staged_fit, c.online, cfg.max_bytes);
+        c.rule = corrected_rule(c.direct_fit, c.staged_fit, c.online, cfg.max_bytes, c.table);
     }
     // The calibrated shape replaces the default only when it was clearly
     // faster in the measurement: the in-process probe does not see the

@@ -544,7 +544,7 @@ struct XferEngine::Impl {
                 if (cfg.path == GP_PATH_AUTO && u.choice->have_fits) {
                     auto check = std::make_unique<OnlineCheck>(online_samples, u.choice->direct_fit,
                                                                u.choice->staged_fit, u.choice->model_thresh,
-                                                               u.choice->online);
+                                                               u.choice->online, u.choice->table);
                     if (check->active()) u.check = std::move(check);
                 }
             } else {

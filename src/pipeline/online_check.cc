@@ -143,8 +143,39 @@ double class_offset(const std::vector<model::OnlineClass> &classes, model::Path 
     return fit_offsets(classes, p, fit).at(bytes);
 }
 
+namespace {
+
+// The top-of-range override of corrected_rule (see there).
+void apply_top(SizeRule &r, const std::vector<model::OnlineClass> &classes,
+               const std::vector<model::MeasuredPoint> &table) {
+    std::vector<const model::MeasuredPoint *> both;
+    for (const model::MeasuredPoint &p : table)
+        if (p.direct_s && p.staged_s && *p.direct_s > 0 && *p.staged_s > 0) both.push_back(&p);
+    if (both.size() < 2) return;
+    std::sort(both.begin(), both.end(), [](auto *a, auto *b) { return a->bytes < b->bytes; });
+    const model::MeasuredPoint &top = *both.back(), &below = *both[both.size() - 2];
+    const std::size_t checked_hi = classes.empty() ? 0 : classes.back().bytes;
+    if (top.bytes <= checked_hi) return;
+    const double d = *top.direct_s, s = *top.staged_s;
+    const model::Path winner = d < s ? model::Path::direct : model::Path::staged;
+    if (std::max(d, s) / std::min(d, s) - 1.0 <= kTopMargin || r.path_for(top.bytes) == winner) return;
+    // where the measured curves cross between the two largest sizes (log-log)
+    std::size_t from = below.bytes + 1;
+    const double g0 = std::log(*below.direct_s / *below.staged_s), g1 = std::log(d / s);
+    if ((g0 > 0) != (g1 > 0)) {
+        const double x0 = std::log(double(below.bytes)), x1 = std::log(double(top.bytes));
+        from = static_cast<std::size_t>(std::exp(x0 + (x1 - x0) * g0 / (g0 - g1)));
+    }
+    from = std::clamp(from, checked_hi + 1, top.bytes);
+    while (!r.bounds.empty() && r.bounds.back() >= from) r.bounds.pop_back();
+    if (r.path_for(from) != winner) r.bounds.push_back(from);
+}
+
+} // namespace
+
 SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
-                        const std::vector<model::OnlineClass> &classes, std::size_t max_bytes) {
+                        const std::vector<model::OnlineClass> &classes, std::size_t max_bytes,
+                        const std::vector<model::MeasuredPoint> &table) {
     SizeRule r;
     if (!direct.available || !staged.available) {
         r.first = direct.available ? model::Path::direct : model::Path::staged;
@@ -173,6 +204,7 @@ SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &stag
         }
         prev = n;
     }
+    apply_top(r, classes, table);
     return r;
 }
 
@@ -181,8 +213,9 @@ int OnlineCheck::size_class(std::size_t bytes) noexcept {
 }
 
 OnlineCheck::OnlineCheck(unsigned per_path, const model::PathFit &direct, const model::PathFit &staged,
-                         std::size_t thresh, std::vector<model::OnlineClass> known)
-    : per_path_(per_path), direct_(direct), staged_(staged), classes_(std::move(known)) {
+                         std::size_t thresh, std::vector<model::OnlineClass> known,
+                         std::vector<model::MeasuredPoint> table)
+    : per_path_(per_path), direct_(direct), staged_(staged), classes_(std::move(known)), table_(std::move(table)) {
     std::sort(classes_.begin(), classes_.end(),
               [](const model::OnlineClass &a, const model::OnlineClass &b) { return a.bytes < b.bytes; });
     if (per_path == 0 || thresh == 0 || thresh == model::kNever || !direct.available || !staged.available) return;

@@ -56,6 +56,7 @@ struct PairChoice {
     // (online_check.hpp); when there are any, `rule` comes from the
     // corrected curves, else it is thresh/below
     std::vector<model::OnlineClass> online;
+    std::vector<model::MeasuredPoint> table; // the calibration's measured sizes
     SizeRule rule;
     model::Path path_for(std::size_t bytes) const noexcept { return rule.path_for(bytes); }
     bool have_pipeline = false;         // `pipeline` was calibrated

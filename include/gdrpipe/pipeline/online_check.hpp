@@ -69,9 +69,17 @@ double class_offset(const std::vector<model::OnlineClass> &classes, model::Path 
 std::string describe_classes(const std::vector<model::OnlineClass> &classes);
 
 // The rule of the fits corrected by the classes' offsets, scanned over
-// [1, max_bytes]: every crossing of the corrected curves.
+// [1, max_bytes]: every crossing of the corrected curves. Then the top of
+// the range, above the checked classes, where the fits are extrapolated and
+// nothing was checked: when the calibration's own measurement at its largest
+// size (`table`) has the other path faster by more than kTopMargin, that path
+// is taken from where the measured curves cross below it (log-log between
+// the two largest measured sizes; on the H200 machine pageable host -> GPU
+// copies slow down at 64 MiB, where the linear fit still says direct).
 SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
-                        const std::vector<model::OnlineClass> &classes, std::size_t max_bytes);
+                        const std::vector<model::OnlineClass> &classes, std::size_t max_bytes,
+                        const std::vector<model::MeasuredPoint> &table = {});
+inline constexpr double kTopMargin = 0.05;
 
 // The sampling state of one pair (not thread-safe: one engine's thread).
 class OnlineCheck {
@@ -81,7 +89,7 @@ public:
     // does not hold already; direct-everywhere and staged-everywhere rules
     // (thresh kNever / 0) are not checked.
     OnlineCheck(unsigned per_path, const model::PathFit &direct, const model::PathFit &staged, std::size_t thresh,
-                std::vector<model::OnlineClass> known = {});
+                std::vector<model::OnlineClass> known = {}, std::vector<model::MeasuredPoint> table = {});
 
     // some class of the band is still incomplete
     bool active() const noexcept { return open_ > 0; }
@@ -94,7 +102,9 @@ public:
 
     // complete classes (known and checked here), ascending by size
     const std::vector<model::OnlineClass> &classes() const noexcept { return classes_; }
-    SizeRule rule(std::size_t max_bytes) const { return corrected_rule(direct_, staged_, classes_, max_bytes); }
+    SizeRule rule(std::size_t max_bytes) const {
+        return corrected_rule(direct_, staged_, classes_, max_bytes, table_);
+    }
 
     // floor(log2(bytes)) (0 for 0)
     static int size_class(std::size_t bytes) noexcept;
@@ -120,6 +130,7 @@ private:
     int open_ = 0;         // band classes not complete
     std::map<int, Pending> pending_;
     std::vector<model::OnlineClass> classes_;
+    std::vector<model::MeasuredPoint> table_; // the calibration's measurement
 };
 
 } // namespace gdrpipe::pipeline

@@ -190,6 +190,39 @@ TEST_CASE("corrected rule: a gap that depends on the size", "[pipeline][online]"
     }
 }
 
+TEST_CASE("corrected rule: the top of the range follows the calibration's measurement", "[pipeline][online]") {
+    // host -> GPU on the H200 machine (run 23): the linear fits say direct
+    // at 64 MiB, the measurement says staged by 14 %; classes checked up to 1 MiB
+    const PathFit d = linear(7.3e-6, 11.4e9), s = linear(7.2e-6, 9.0e9);
+    const std::vector<OnlineClass> classes = {cls(64 * kKiB, 10e-6, 15e-6), cls(kMiB, 20e-6, 30e-6)};
+    auto point = [](std::size_t n, double dsec, double ssec) {
+        gdrpipe::model::MeasuredPoint p;
+        p.bytes = n;
+        p.direct_s = dsec;
+        p.staged_s = ssec;
+        return p;
+    };
+    std::vector<gdrpipe::model::MeasuredPoint> table = {point(kMiB, 93.0e-6, 99.4e-6),
+                                                         point(16 * kMiB, 1236.9e-6, 1670.3e-6),
+                                                         point(64 * kMiB, 10179.7e-6, 8737.7e-6)};
+    const SizeRule plain = corrected_rule(d, s, classes, k64M);
+    CHECK(plain == SizeRule::single(kNever, Path::direct));
+    const SizeRule r = corrected_rule(d, s, classes, k64M, table);
+    REQUIRE(r.bounds.size() == 1);
+    CHECK(r.first == Path::direct);
+    // the measured curves cross between 16 and 64 MiB, log-log: ~42 MB
+    CHECK(r.bounds[0] > 32 * kMiB);
+    CHECK(r.bounds[0] < 48 * kMiB);
+    CHECK(r.path_for(64 * kMiB) == Path::staged);
+    // within the margin, or already the rule's path, or checked up there: no change
+    table.back().staged_s = 9.8e-3;
+    CHECK(corrected_rule(d, s, classes, k64M, table) == plain);
+    table.back().staged_s = 8.7e-3;
+    std::vector<OnlineClass> to_top = classes;
+    to_top.push_back(cls(64 * kMiB, 0, 0));
+    CHECK(corrected_rule(d, s, to_top, k64M, table) == corrected_rule(d, s, to_top, k64M));
+}
+
 TEST_CASE("online check: per size class, idle starts only, both paths", "[pipeline][online]") {
     const PathFit d = linear(6e-6, 3e9), s = linear(10e-6, 10e9);
     CHECK_FALSE(OnlineCheck(0, d, s, 100000).active());
