@@ -4,8 +4,9 @@
 # processes, GPU buffers) with UCX_GDRPIPE_PATH=direct, =staged and
 # =auto (THRESH=auto: the per-pair calibration), and the check
 #     auto <= BOUND x min(direct, staged)        (BOUND default 1.05)
-# at every size. The three modes run interleaved REPS times; a mode's value at
-# a size is the median over the repetitions of each run's median.
+# at every size. Each of REPS runs (two processes) times the three modes side
+# by side, one UCP context per mode, size by size; a mode's value at a size
+# is the median over the runs of each run's median.
 #
 # Usage: sweep_paths.sh [options] BUILD_DIR
 #   --topo T         simulator topology (GDRPIPE_SIM_TOPO); omit on a GPU machine
@@ -16,6 +17,10 @@
 #   --small-iters N  the same for sizes up to 8 KiB (default 5 x ITERS: cheap, and
 #                    there the three modes are one eager path: only noise differs)
 #   --warmup N       untimed ping-pongs per size and run (default 2)
+#   --settle N       untimed ping-pongs of the first size when a run starts
+#                    (default 20000 on a GPU machine, 0 on the simulator): the
+#                    first sizes of a process otherwise inherit the clocks the
+#                    previous process left the GPU and CPU in
 #   --reps R         runs of each mode (default 3); violated sizes get 2R-1 more
 #   --bound B        allowed auto / best ratio (default 1.05)
 #   --budget S       calibration budget in seconds (UCX_GDRPIPE_CALIB_BUDGET, default 0.5)
@@ -27,7 +32,7 @@
 # GP_SWEEP_CPUS=A,B pins rank 0 to CPU A and rank 1 to CPU B (gdrpipe_ucp_sweep).
 # Exit status: 0 when the bound holds at every size, 1 otherwise, 2 on errors.
 set -u
-mem=cuda topo= scale=1 sizes= around=1 iters=10 small_iters= warmup=2 reps=3 bound=1.05 budget=0.5 calib_dir=
+mem=cuda topo= scale=1 sizes= around=1 iters=10 small_iters= warmup=2 reps=3 bound=1.05 budget=0.5 calib_dir= settle=
 while [ $# -gt 1 ]; do
     case $1 in
     --topo) topo=$2; shift 2 ;;
@@ -39,6 +44,7 @@ while [ $# -gt 1 ]; do
     --small-iters) small_iters=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
+    --settle) settle=$2; shift 2 ;;
     --bound) bound=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --calib-dir) calib_dir=$2; shift 2 ;;
@@ -70,21 +76,18 @@ if [ -n "$topo" ]; then
     export GDRPIPE_SIM_DEVICES=${GDRPIPE_SIM_DEVICES:-2} GDRPIPE_SIM_TOPO=$topo
     export GDRPIPE_SIM_TIME_SCALE=$scale
     yield=-Y # the simulator's copy threads need a CPU while the ranks poll
+    : "${settle:=0}"
 else
     yield=
+    : "${settle:=20000}"
 fi
 
 # run MODE SIZES OUT [ITERS]: one two-rank run (the launcher forks both ranks)
-# The environment's size moves the initial stack and with it the alignment of
-# everything on it, a known bias of timings (Mytkowicz et al., "Producing wrong
-# data without doing anything obviously wrong!", ASPLOS 2009): "auto" is two
-# characters shorter than "direct" and "staged", so it is padded to their length.
 run() {
-    local mode=$1 list=$2 out=$3 n=${4:-$iters} rc pad=
-    while [ $((${#mode} + ${#pad})) -lt 6 ]; do pad+=x; done
-    GP_SWEEP_ENV_PAD=$pad UCX_GDRPIPE_PATH=$mode UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
+    local mode=$1 list=$2 out=$3 n=${4:-$iters} rc
+    UCX_GDRPIPE_PATH=$mode UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
         timeout 600 "$exe" -d "$mem" $yield -T -S "$list" \
-        -i "$n" -I "$small_iters" -x "$warmup" >"$out" 2>"$out.log"
+        -i "$n" -I "$small_iters" -x "$warmup" -w "$settle" >"$out" 2>"$out.log"
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
         echo "sweep_paths.sh: $mode run failed (exit $rc)" >&2
@@ -131,15 +134,36 @@ list=$(echo "$list" | tr ',' '\n' | sort -n -u | paste -sd, -)
 echo "# sizes: $list"
 echo "# buffers: $mem  topology: ${topo:-real GPUs} time scale: $scale  iters: $iters ($small_iters up to 8 KiB)  reps: $reps  bound: $bound"
 
-# measure TAG LIST REPS: REPS interleaved runs of the three modes, the order
-# rotating from one repetition to the next (no mode always runs first or last)
+# run_modes ORDER LIST OUT: one two-rank run timing the three modes side by
+# side: one UCP context per UCX_GDRPIPE_PATH in each rank (gdrpipe_ucp_sweep
+# -M), each size timed on each in turn. The same processes, buffers and
+# minutes for all three: what differs between processes (placement, clocks,
+# the state the previous process left) no longer differs between the modes.
+run_modes() {
+    local order=$1 list=$2 out=$3 rc
+    UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
+        timeout 600 "$exe" -d "$mem" $yield -T -S "$list" -M "$order" \
+        -i "$iters" -I "$small_iters" -x "$warmup" -w "$settle" >"$out" 2>"$out.log"
+    rc=$?
+    if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
+        echo "sweep_paths.sh: run ($order) failed (exit $rc)" >&2
+        tail -20 "$out" "$out.log" >&2
+        exit 2
+    fi
+}
+
+# measure TAG LIST REPS: REPS runs of the three modes side by side (the
+# contexts created in the six orders in turn), split into one file per mode
 measure() {
-    local tag=$1 list=$2 n=$3 r i modes=(direct staged auto)
+    local tag=$1 list=$2 n=$3 r
+    local orders=("direct,staged,auto" "staged,auto,direct" "auto,direct,staged"
+                  "direct,auto,staged" "auto,staged,direct" "staged,direct,auto")
     for ((r = 1; r <= n; r++)); do
-        for ((i = 0; i < 3; i++)); do
-            local mode=${modes[(r + i) % 3]}
-            run $mode "$list" "$work/$tag.$mode.$r.txt"
-        done
+        run_modes "${orders[(r - 1) % 6]}" "$list" "$work/$tag.all.$r.txt"
+        awk -v base="$work/$tag" -v r="$r" '
+            /^# Size/ { for (i = 3; i < NF; i++) mode[i - 2] = $i; next }
+            $1 ~ /^[0-9]+$/ { for (k in mode) print $1, $(k + 1), "ok" > (base "." mode[k] "." r ".txt") }' \
+            "$work/$tag.all.$r.txt"
     done
 }
 

@@ -26,6 +26,7 @@
 
 #define GP_OP_TIMEOUT 60.0
 #define GP_MAX_SIZES 64
+#define GP_MAX_MODES 3
 
 typedef struct {
     gp_mem_t mem;                /* -d: rank 0's buffers */
@@ -36,6 +37,9 @@ typedef struct {
     int server, port;
     const char *host;
     int time_mode;               /* -T */
+    int settle;                  /* -w: untimed ping-pongs before the sweep */
+    char *modes[GP_MAX_MODES];   /* -M: UCX_GDRPIPE_PATH of each context */
+    int nmodes;
     int yield_idle;              /* -Y */
     size_t sizes[GP_MAX_SIZES];  /* -S: explicit sizes (nsizes > 0) */
     int nsizes;
@@ -60,6 +64,12 @@ static void usage(const char *p)
            "  -T        transfer-time mode: per size the median one-way time of\n"
            "            ITERS individually timed ping-pongs (no bandwidth)\n"
            "  -I N      iterations for sizes up to 8 KiB only (after -i)\n"
+           "  -w N      N untimed ping-pongs of the first size before the sweep\n"
+           "            (the GPU and CPU leave their idle clocks first)\n"
+           "  -M LIST   with -T: one UCP context per UCX_GDRPIPE_PATH value of LIST\n"
+           "            (e.g. direct,staged,auto), all in these two processes; at\n"
+           "            every size each is timed in turn (the order rotating) and\n"
+           "            the line holds one median per context\n"
            "  -Y        yield the CPU while waiting with nothing to progress (lets\n"
            "            the CUDA simulator's copy threads run on a small machine)\n", p);
 }
@@ -71,7 +81,7 @@ static int parse(int argc, char **argv, sweep_opts_t *o)
                         .max_size = 1 << 22, .iters = 1000, .iters_large = 100,
                         .bw_iters = 100, .bw_iters_large = 20,
                         .skip = 10, .skip_large = 10, .window = 64, .port = 13337};
-    while ((c = getopt(argc, argv, "sc:p:d:G:m:i:x:W:S:TYI:h")) != -1) {
+    while ((c = getopt(argc, argv, "sc:p:d:G:m:i:x:W:S:TYI:w:M:h")) != -1) {
         switch (c) {
         case 's': o->server = 1; break;
         case 'c': o->host = optarg; break;
@@ -114,6 +124,18 @@ static int parse(int argc, char **argv, sweep_opts_t *o)
             o->bw_iters = o->bw_iters_large = o->iters;
             break;
         case 'x': o->skip = o->skip_large = atoi(optarg); break;
+        case 'w': o->settle = atoi(optarg); break;
+        case 'M': {
+            char *save = NULL;
+            for (char *t = strtok_r(optarg, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+                if (o->nmodes == GP_MAX_MODES) {
+                    fprintf(stderr, "-M: at most %d modes\n", GP_MAX_MODES);
+                    return -1;
+                }
+                o->modes[o->nmodes++] = t;
+            }
+            break;
+        }
         case 'W': o->window = atoi(optarg); break;
         case 'T': o->time_mode = 1; break;
         case 'Y': o->yield_idle = 1; break;
@@ -146,7 +168,7 @@ static int parse(int argc, char **argv, sweep_opts_t *o)
         o->mem1 = o->mem;
     }
     if (o->iters <= 0 || o->window <= 0 || o->skip < 0 || optind != argc ||
-        (o->server && o->host)) {
+        (o->server && o->host) || (o->nmodes > 0 && !o->time_mode)) {
         usage(argv[0]);
         return -1;
     }
@@ -177,19 +199,92 @@ static void bind_rank(int rank)
     }
 }
 
+/* ITERS timed ping-pongs of SIZE after SKIP untimed ones: *lat the mean
+ * one-way time, *med the median of the individually timed ones (us) */
+static ucs_status_t pingpong(gp_ucp_t *u, int rank, void *sbuf, void *rbuf, size_t size,
+                             ucp_tag_t tag, int iters, int skip, double *samples,
+                             double *lat, double *med)
+{
+    ucs_status_t st = UCS_OK;
+    double t0 = 0;
+    for (int i = 0; i < iters + skip && st == UCS_OK; ++i) {
+        if (i == skip) {
+            t0 = gp_now();
+        }
+        const double ti = gp_now();
+        if (rank == 0) {
+            st = gp_ucp_send(u, sbuf, size, tag, GP_OP_TIMEOUT);
+            if (st == UCS_OK) {
+                st = gp_ucp_recv(u, rbuf, size, tag, NULL, GP_OP_TIMEOUT);
+            }
+        } else {
+            st = gp_ucp_recv(u, rbuf, size, tag, NULL, GP_OP_TIMEOUT);
+            if (st == UCS_OK) {
+                st = gp_ucp_send(u, sbuf, size, tag, GP_OP_TIMEOUT);
+            }
+        }
+        if (i >= skip) {
+            samples[i - skip] = (gp_now() - ti) * 1e6 / 2.0;
+        }
+    }
+    *lat = (gp_now() - t0) * 1e6 / (2.0 * iters);
+    /* median of the individually timed round trips: robust against the
+     * scheduling hiccups of a loaded machine */
+    qsort(samples, (size_t)iters, sizeof(*samples), cmp_double);
+    *med = iters % 2 ? samples[iters / 2] : 0.5 * (samples[iters / 2 - 1] + samples[iters / 2]);
+    return st;
+}
+
+/* one verified message each way; *bad counts what this rank received wrong */
+static ucs_status_t verify_size(gp_ucp_t *u, int rank, gp_mem_t mem, void *sbuf, void *rbuf,
+                                size_t size, ucp_tag_t tag, long *bad, int *failed)
+{
+    ucs_status_t st = UCS_OK;
+    size_t got = 0;
+    for (int dir = 0; dir < 2 && st == UCS_OK; ++dir) {
+        uint32_t seed = gp_pattern_seed(size, (uint64_t)dir, dir);
+        if (rank == dir) {
+            if (gp_mem_fill(mem, sbuf, size, seed) != 0) {
+                *failed = 1;
+            }
+            st = gp_ucp_send(u, sbuf, size, tag, GP_OP_TIMEOUT);
+        } else {
+            gp_mem_diff_t d;
+            gp_mem_set(mem, rbuf, 0, size);
+            st = gp_ucp_recv(u, rbuf, size, tag, &got, GP_OP_TIMEOUT);
+            if (st == UCS_OK &&
+                (got != size || gp_mem_verify(mem, rbuf, size, seed, &d) != 0 || d.bad)) {
+                ++*bad;
+            }
+        }
+    }
+    return st;
+}
+
 static int run_side(const sweep_opts_t *o, int rank, int fd)
 {
-    gp_ucp_t u;
-    const int peer = 1 - rank;
+    gp_ucp_t us[GP_MAX_MODES];
+    const int nctx = o->nmodes > 0 ? o->nmodes : 1;
     const gp_mem_t mem = rank == 0 ? o->mem : o->mem1;
+    memset(us, 0, sizeof(us));
     bind_rank(rank);
     if (mem == GP_MEM_CUDA && gp_devmem_init(o->device, rank) != 0) {
         return 1;
     }
-    if (gp_ucp_open(&u) != 0 || gp_ucp_connect(&u, fd, 0) != 0) {
-        return 1;
+    /* one context per mode (UCX applies "PATH" to every transport that has
+     * it: gdrpipe and gp_rdma); the same order in both processes */
+    for (int k = 0; k < nctx; ++k) {
+        const char *mods[] = {"PATH", o->nmodes > 0 ? o->modes[k] : NULL, NULL};
+        if (gp_ucp_open_cfg(&us[k], o->nmodes > 0 ? mods : NULL) != 0 ||
+            gp_ucp_connect(&us[k], fd, 0) != 0) {
+            for (int j = 0; j <= k; ++j) {
+                gp_ucp_close(&us[j], 1);
+            }
+            return 1;
+        }
+        us[k].yield_idle = o->yield_idle;
     }
-    u.yield_idle = o->yield_idle;
+    gp_ucp_t *u = &us[0];
     void *sbuf = gp_mem_alloc(mem, o->max_size);
     void *rbuf = gp_mem_alloc(mem, o->max_size);
     ucs_status_ptr_t *reqs = calloc((size_t)o->window, sizeof(*reqs));
@@ -207,7 +302,14 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
         const char *tls = getenv("UCX_TLS"), *proto = getenv("UCX_PROTO_ENABLE");
         printf("# UCX_TLS=%s UCX_PROTO_ENABLE=%s\n", tls ? tls : "(unset)",
                proto ? proto : "(unset)");
-        if (o->time_mode) {
+        if (o->nmodes > 0) {
+            printf("%-*s", 10, "# Size");
+            for (int k = 0; k < o->nmodes; ++k) {
+                printf("%*s", 14, o->modes[k]);
+            }
+            printf("%*s\n", 8, "Check");
+            printf("# (median one-way us per UCX_GDRPIPE_PATH, one context each)\n");
+        } else if (o->time_mode) {
             printf("%-*s%*s%*s%*s\n", 10, "# Size", 18, "Median (us)", 18,
                    "Mean (us)", 8, "Check");
         } else {
@@ -216,53 +318,40 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
         }
         fflush(stdout);
     }
+    /* settle: the first measurements of a process otherwise depend on the
+     * clocks the previous process left the GPU and CPU in */
+    const size_t first = o->nsizes ? o->sizes[0] : o->min_size;
+    for (int k = 0; k < nctx && !failed; ++k) {
+        double l, m;
+        failed = o->settle > 0 &&
+                 pingpong(&us[k], rank, sbuf, rbuf, first, 1, o->settle, 0, samples, &l, &m) != UCS_OK;
+    }
     int next_idx = 0;
     for (size_t size = o->nsizes ? o->sizes[0] : o->min_size;
          (o->nsizes ? next_idx < o->nsizes : size <= o->max_size) && !failed;
          size = o->nsizes ? (next_idx < o->nsizes ? o->sizes[next_idx] : 0)
                           : (size ? size * 2 : 1)) {
-        ++next_idx;
+        const int idx = next_idx++;
         const int large = size > 8192;
         const int iters = large ? o->iters_large : o->iters;
         const int skip = large ? o->skip_large : o->skip;
         const int bw_iters = large ? o->bw_iters_large : o->bw_iters;
         const ucp_tag_t tag = size;
         ucs_status_t st = UCS_OK;
-        double t0 = 0, lat = 0, bw = 0;
+        double t0 = 0, lat = 0, bw = 0, med[GP_MAX_MODES] = {0};
 
         if (gp_fd_barrier(fd) != 0) {
             failed = 1;
             break;
         }
-        /* ping-pong */
-        for (int i = 0; i < iters + skip && st == UCS_OK; ++i) {
-            if (i == skip) {
-                t0 = gp_now();
-            }
-            const double ti = gp_now();
-            if (rank == 0) {
-                st = gp_ucp_send(&u, sbuf, size, tag, GP_OP_TIMEOUT);
-                if (st == UCS_OK) {
-                    st = gp_ucp_recv(&u, rbuf, size, tag, NULL, GP_OP_TIMEOUT);
-                }
-            } else {
-                st = gp_ucp_recv(&u, rbuf, size, tag, NULL, GP_OP_TIMEOUT);
-                if (st == UCS_OK) {
-                    st = gp_ucp_send(&u, sbuf, size, tag, GP_OP_TIMEOUT);
-                }
-            }
-            if (i >= skip) {
-                samples[i - skip] = (gp_now() - ti) * 1e6 / 2.0;
-            }
+        /* ping-pong, each context in turn (the first one rotating) */
+        for (int j = 0; j < nctx && st == UCS_OK; ++j) {
+            const int k = (idx + j) % nctx;
+            st = pingpong(&us[k], rank, sbuf, rbuf, size, tag, iters, skip, samples, &lat, &med[k]);
         }
-        lat = (gp_now() - t0) * 1e6 / (2.0 * iters);
         if (o->time_mode) {
-            /* median of the individually timed round trips: robust against
-             * the scheduling hiccups of a loaded machine */
-            qsort(samples, (size_t)iters, sizeof(*samples), cmp_double);
             bw = lat; /* printed as the mean */
-            lat = iters % 2 ? samples[iters / 2]
-                            : 0.5 * (samples[iters / 2 - 1] + samples[iters / 2]);
+            lat = med[0];
         }
         /* streaming: rank 0 sends windows, rank 1 acknowledges each */
         for (int i = 0; i < (o->time_mode ? 0 : bw_iters + skip) && st == UCS_OK; ++i) {
@@ -270,44 +359,28 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
                 t0 = gp_now();
             }
             for (int j = 0; j < o->window; ++j) {
-                reqs[j] = rank == 0 ? gp_ucp_isend(&u, sbuf, size, tag)
-                                    : gp_ucp_irecv(&u, rbuf, size, tag, NULL);
+                reqs[j] = rank == 0 ? gp_ucp_isend(u, sbuf, size, tag)
+                                    : gp_ucp_irecv(u, rbuf, size, tag, NULL);
             }
             for (int j = 0; j < o->window; ++j) {
-                ucs_status_t s = gp_ucp_wait(&u, reqs[j], rank != 0, NULL,
+                ucs_status_t s = gp_ucp_wait(u, reqs[j], rank != 0, NULL,
                                              GP_OP_TIMEOUT);
                 if (s != UCS_OK && st == UCS_OK) {
                     st = s;
                 }
             }
             if (st == UCS_OK) {
-                st = rank == 0 ? gp_ucp_recv(&u, rbuf, 4, tag + 1, NULL, GP_OP_TIMEOUT)
-                               : gp_ucp_send(&u, sbuf, 4, tag + 1, GP_OP_TIMEOUT);
+                st = rank == 0 ? gp_ucp_recv(u, rbuf, 4, tag + 1, NULL, GP_OP_TIMEOUT)
+                               : gp_ucp_send(u, sbuf, 4, tag + 1, GP_OP_TIMEOUT);
             }
         }
         if (!o->time_mode) {
             bw = (double)size * bw_iters * o->window / 1e6 / (gp_now() - t0);
         }
-        /* one verified message each way */
-        size_t got = 0;
+        /* one verified message each way, through every context */
         long bad = 0;
-        for (int dir = 0; dir < 2 && st == UCS_OK; ++dir) {
-            uint32_t seed = gp_pattern_seed(size, (uint64_t)dir, dir);
-            if (rank == dir) {
-                if (gp_mem_fill(mem, sbuf, size, seed) != 0) {
-                    failed = 1;
-                }
-                st = gp_ucp_send(&u, sbuf, size, tag + 2, GP_OP_TIMEOUT);
-            } else {
-                gp_mem_diff_t d;
-                gp_mem_set(mem, rbuf, 0, size);
-                st = gp_ucp_recv(&u, rbuf, size, tag + 2, &got, GP_OP_TIMEOUT);
-                if (st == UCS_OK &&
-                    (got != size || gp_mem_verify(mem, rbuf, size, seed, &d) != 0 ||
-                     d.bad)) {
-                    ++bad;
-                }
-            }
+        for (int k = 0; k < nctx && st == UCS_OK; ++k) {
+            st = verify_size(&us[k], rank, mem, sbuf, rbuf, size, tag + 2, &bad, &failed);
         }
         long peer_bad = 0;
         if (gp_fd_write(fd, &bad, sizeof(bad)) || gp_fd_read(fd, &peer_bad, sizeof(peer_bad))) {
@@ -320,18 +393,27 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
             failed = 1;
         }
         if (rank == 0 && st == UCS_OK) {
-            printf("%-*zu%*.*f%*.*f%*s\n", 10, size, 18, 2, lat, 18, 2, bw, 8,
-                   bad + peer_bad ? "FAIL" : "ok");
+            if (o->nmodes > 0) {
+                printf("%-*zu", 10, size);
+                for (int k = 0; k < o->nmodes; ++k) {
+                    printf("%*.2f", 14, med[k]);
+                }
+                printf("%*s\n", 8, bad + peer_bad ? "FAIL" : "ok");
+            } else {
+                printf("%-*zu%*.*f%*.*f%*s\n", 10, size, 18, 2, lat, 18, 2, bw, 8,
+                       bad + peer_bad ? "FAIL" : "ok");
+            }
             fflush(stdout);
         }
     }
-    (void)peer;
     gp_fd_barrier(fd);
     gp_mem_free(mem, sbuf);
     gp_mem_free(mem, rbuf);
     free(reqs);
     free(samples);
-    gp_ucp_close(&u, failed);
+    for (int k = nctx - 1; k >= 0; --k) {
+        gp_ucp_close(&us[k], failed);
+    }
     if (mem == GP_MEM_CUDA) {
         gp_devmem_fini();
     }
