@@ -223,11 +223,15 @@ static ucs_status_t pingpong(gp_ucp_t *u, int rank, void *sbuf, void *rbuf, size
                 st = gp_ucp_send(u, sbuf, size, tag, GP_OP_TIMEOUT);
             }
         }
-        if (i >= skip) {
+        if (i >= skip && samples != NULL) {
             samples[i - skip] = (gp_now() - ti) * 1e6 / 2.0;
         }
     }
     *lat = (gp_now() - t0) * 1e6 / (2.0 * iters);
+    if (samples == NULL) { /* untimed */
+        *med = *lat;
+        return st;
+    }
     /* median of the individually timed round trips: robust against the
      * scheduling hiccups of a loaded machine */
     qsort(samples, (size_t)iters, sizeof(*samples), cmp_double);
@@ -324,7 +328,7 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
     for (int k = 0; k < nctx && !failed; ++k) {
         double l, m;
         failed = o->settle > 0 &&
-                 pingpong(&us[k], rank, sbuf, rbuf, first, 1, o->settle, 0, samples, &l, &m) != UCS_OK;
+                 pingpong(&us[k], rank, sbuf, rbuf, first, 1, o->settle, 0, NULL, &l, &m) != UCS_OK;
     }
     int next_idx = 0;
     for (size_t size = o->nsizes ? o->sizes[0] : o->min_size;
