@@ -171,6 +171,31 @@ void apply_top(SizeRule &r, const std::vector<model::OnlineClass> &classes,
     if (r.path_for(from) != winner) r.bounds.push_back(from);
 }
 
+// Interior windows of one path whose corrected curve is nowhere more than
+// kSwitchGain cheaper than the other's are given to the paths around them:
+// where the two curves touch, the measurement cannot tell them apart, and a
+// switch there only follows the noise. ratio(n) = direct / staged cost.
+template <class Ratio> void drop_thin_windows(SizeRule &r, Ratio ratio) {
+    for (std::size_t i = 1; i < r.bounds.size();) {
+        const std::size_t lo = r.bounds[i - 1], hi = r.bounds[i];
+        const model::Path p = r.path_for(lo);
+        double best = 0.0; // largest relative gain of p inside [lo, hi)
+        for (int k = 0; k <= 8; ++k) {
+            const double x = std::log(double(lo)) + (std::log(double(hi)) - std::log(double(lo))) * k / 8.0;
+            const auto n = std::clamp(static_cast<std::size_t>(std::exp(x)), lo, hi - 1);
+            const double q = ratio(n);
+            best = std::max(best, p == model::Path::direct ? 1.0 / q - 1.0 : q - 1.0);
+        }
+        if (best >= kSwitchGain) {
+            ++i;
+            continue;
+        }
+        r.bounds.erase(r.bounds.begin() + static_cast<std::ptrdiff_t>(i - 1),
+                       r.bounds.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        if (i > 1) --i;
+    }
+}
+
 } // namespace
 
 SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
@@ -204,6 +229,9 @@ SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &stag
         }
         prev = n;
     }
+    drop_thin_windows(r, [&](std::size_t n) {
+        return (direct.predict(n) + od.at(n)) / (staged.predict(n) + os.at(n));
+    });
     apply_top(r, classes, table);
     return r;
 }

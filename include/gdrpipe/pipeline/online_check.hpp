@@ -69,7 +69,8 @@ double class_offset(const std::vector<model::OnlineClass> &classes, model::Path 
 std::string describe_classes(const std::vector<model::OnlineClass> &classes);
 
 // The rule of the fits corrected by the classes' offsets, scanned over
-// [1, max_bytes]: every crossing of the corrected curves. Then the top of
+// [1, max_bytes]: every crossing of the corrected curves, less the interior
+// windows thinner than kSwitchGain. Then the top of
 // the range, above the checked classes, where the fits are extrapolated and
 // nothing was checked: when the calibration's own measurement at its largest
 // size (`table`) has the other path faster by more than kTopMargin, that path
@@ -80,6 +81,10 @@ SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &stag
                         const std::vector<model::OnlineClass> &classes, std::size_t max_bytes,
                         const std::vector<model::MeasuredPoint> &table = {});
 inline constexpr double kTopMargin = 0.05;
+// An interior window of one path survives only where that path's corrected
+// cost is at least this much lower somewhere in it; thinner windows (the
+// curves touching) go to the paths around them.
+inline constexpr double kSwitchGain = 0.03;
 
 // The sampling state of one pair (not thread-safe: one engine's thread).
 class OnlineCheck {

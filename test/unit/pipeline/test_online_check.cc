@@ -223,6 +223,23 @@ TEST_CASE("corrected rule: the top of the range follows the calibration's measur
     CHECK(corrected_rule(d, s, to_top, k64M, table) == corrected_rule(d, s, to_top, k64M));
 }
 
+TEST_CASE("corrected rule: a window where the curves only touch is not taken", "[pipeline][online]") {
+    // host -> GPU on the H200 machine, run 28's cache: the corrected curves
+    // touch at 1 MiB (128.8 against 128.6 us), which opened a staged window
+    // of 2 % of the size around it; through the plugin direct was 8 % faster
+    const PathFit d = linear(6.367e-6, 12.998e9), s = linear(6.345e-6, 10.672e9);
+    std::vector<OnlineClass> run28 = {cls(16 * kKiB, 6.6e-6, 20.4e-6),  cls(32 * kKiB, 8.1e-6, 17.0e-6),
+                                      cls(64 * kKiB, 17.9e-6, 13.8e-6), cls(128 * kKiB, 7.2e-6, 10.5e-6),
+                                      cls(256 * kKiB, 10.5e-6, 10.2e-6), cls(512 * kKiB, 29.5e-6, 40.3e-6),
+                                      cls(kMiB, 52.0e-6, 52.9e-6)};
+    CHECK(corrected_rule(d, s, run28, k64M) == SizeRule::single(kNever, Path::direct));
+    // a window where staged is clearly cheaper stays: 1 MiB class 30 us cheaper staged
+    run28.back().staged_s -= 30e-6;
+    const SizeRule wide = corrected_rule(d, s, run28, k64M);
+    CHECK_FALSE(wide.bounds.empty());
+    CHECK(wide.path_for(kMiB) == Path::staged);
+}
+
 TEST_CASE("online check: per size class, idle starts only, both paths", "[pipeline][online]") {
     const PathFit d = linear(6e-6, 3e9), s = linear(10e-6, 10e9);
     CHECK_FALSE(OnlineCheck(0, d, s, 100000).active());
