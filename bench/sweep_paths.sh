@@ -91,7 +91,7 @@ run() {
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
         echo "sweep_paths.sh: $mode run failed (exit $rc)" >&2
-        tail -20 "$out" "$out.log" >&2
+        tail -n 20 "$out" "$out.log" >&2
         exit 2
     fi
 }
@@ -147,7 +147,7 @@ run_modes() {
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
         echo "sweep_paths.sh: run ($order) failed (exit $rc)" >&2
-        tail -20 "$out" "$out.log" >&2
+        tail -n 20 "$out" "$out.log" >&2
         exit 2
     fi
 }
