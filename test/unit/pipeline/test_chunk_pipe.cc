@@ -299,56 +299,61 @@ TEST_CASE("chunk pipe: out of slots and a wire that refuses to ship", "[pipe]") 
     CHECK(w.received == src);
 }
 
+namespace {
+
+// One pipe over a 4-slot recording wire with a manual copier, started on
+// `buf` and stepped once (the abort tests' common setup).
+struct StartedPipe {
+    RecordingWire w{4, kChunk};
+    ManualCopier c;
+    ChunkPipe p;
+    std::string why;
+    bool busy = false;
+    int first_step = 0;
+    StartedPipe(ChunkPipe::Role role, std::vector<char> &buf, int arrived = 0) {
+        w.arrived = arrived;
+        p.init(role, &w, &c, segments(buf, {buf.size()}), kChunk, 4);
+        first_step = p.step(&busy, &why);
+    }
+    int step() { return p.step(&busy, &why); }
+};
+
+} // namespace
+
 TEST_CASE("chunk pipe: abort waits for the copies and hands the slots back", "[pipe]") {
     auto buf = pattern(6 * kChunk, 5);
     SECTION("producer") {
-        RecordingWire w(4, kChunk);
-        ManualCopier c;
-        ChunkPipe p;
-        p.init(ChunkPipe::Role::producer, &w, &c, segments(buf, {buf.size()}), kChunk, 4);
-        std::string why;
-        bool busy = false;
-        CHECK(p.step(&busy, &why) == 0);
-        CHECK(p.in_flight() == 4);
-        CHECK(w.free.empty());
-        p.abort();
-        CHECK(c.waits == 4);
-        CHECK(w.unacquired == 4);
-        CHECK(w.free.size() == 4);
-        CHECK(p.in_flight() == 0);
-        p.abort(); // again: nothing left
-        CHECK(c.waits == 4);
+        StartedPipe t(ChunkPipe::Role::producer, buf);
+        CHECK(t.first_step == 0);
+        CHECK(t.p.in_flight() == 4);
+        CHECK(t.w.free.empty());
+        t.p.abort();
+        CHECK(t.c.waits == 4);
+        CHECK(t.w.unacquired == 4);
+        CHECK(t.w.free.size() == 4);
+        CHECK(t.p.in_flight() == 0);
+        t.p.abort(); // again: nothing left
+        CHECK(t.c.waits == 4);
     }
     SECTION("consumer") {
-        RecordingWire w(4, kChunk);
-        w.arrived = 3;
-        ManualCopier c;
-        ChunkPipe p;
-        p.init(ChunkPipe::Role::consumer, &w, &c, segments(buf, {buf.size()}), kChunk, 4);
-        std::string why;
-        bool busy = false;
-        CHECK(p.step(&busy, &why) == 0);
-        CHECK(p.in_flight() == 3);
-        p.abort();
-        CHECK(c.waits == 3);
-        REQUIRE(w.released.size() == 3);
+        StartedPipe t(ChunkPipe::Role::consumer, buf, 3);
+        CHECK(t.first_step == 0);
+        CHECK(t.p.in_flight() == 3);
+        t.p.abort();
+        CHECK(t.c.waits == 3);
+        REQUIRE(t.w.released.size() == 3);
         for (uint64_t i = 0; i < 3; ++i) {
-            CHECK(w.released[i] == std::make_pair(i, -ECANCELED));
+            CHECK(t.w.released[i] == std::make_pair(i, -ECANCELED));
         }
     }
     SECTION("the wire gives up: the pipe fails with its code and aborts") {
-        RecordingWire w(4, kChunk);
-        ManualCopier c;
-        ChunkPipe p;
-        p.init(ChunkPipe::Role::producer, &w, &c, segments(buf, {buf.size()}), kChunk, 4);
-        std::string why;
-        bool busy = false;
-        CHECK(p.step(&busy, &why) == 0);
-        w.abort_code = -ECONNRESET;
-        CHECK(p.step(&busy, &why) == -ECONNRESET);
-        CHECK(why == "wire gave up (test)");
-        CHECK(w.unacquired == 4);
-        CHECK(c.waits == 4);
+        StartedPipe t(ChunkPipe::Role::producer, buf);
+        CHECK(t.first_step == 0);
+        t.w.abort_code = -ECONNRESET;
+        CHECK(t.step() == -ECONNRESET);
+        CHECK(t.why == "wire gave up (test)");
+        CHECK(t.w.unacquired == 4);
+        CHECK(t.c.waits == 4);
     }
 }
 
