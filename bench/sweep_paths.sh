@@ -154,10 +154,22 @@ run_modes() {
 
 # measure TAG LIST REPS: REPS runs of the three modes side by side (the
 # contexts created in the six orders in turn), split into one file per mode
+# On the simulator each mode keeps processes of its own (one run per mode
+# and repetition, the six orders in turn): three engines in one process there
+# are three sets of copy threads on a 2-core machine, which the calibration
+# (one engine) did not see.
 measure() {
-    local tag=$1 list=$2 n=$3 r
+    local tag=$1 list=$2 n=$3 r mode
     local orders=("direct,staged,auto" "staged,auto,direct" "auto,direct,staged"
                   "direct,auto,staged" "auto,staged,direct" "staged,direct,auto")
+    if [ -n "$topo" ]; then
+        for ((r = 1; r <= n; r++)); do
+            for mode in ${orders[(r - 1) % 6]//,/ }; do
+                run $mode "$list" "$work/$tag.$mode.$r.txt"
+            done
+        done
+        return
+    fi
     for ((r = 1; r <= n; r++)); do
         run_modes "${orders[(r - 1) % 6]}" "$list" "$work/$tag.all.$r.txt"
         awk -v base="$work/$tag" -v r="$r" '
