@@ -83,17 +83,24 @@ else
 fi
 
 # run MODE SIZES OUT [ITERS]: one two-rank run (the launcher forks both ranks)
-run() {
-    local mode=$1 list=$2 out=$3 n=${4:-$iters} rc
-    UCX_GDRPIPE_PATH=$mode UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
-        timeout 600 "$exe" -d "$mem" $yield -T -S "$list" \
-        -i "$n" -I "$small_iters" -x "$warmup" -w "$settle" >"$out" 2>"$out.log"
+# sweep WHAT OUT ARGS...: one two-rank run of gdrpipe_ucp_sweep with ARGS,
+# table to OUT, log to OUT.log; a failed run ends the script (exit 2)
+sweep() {
+    local what=$1 out=$2 rc
+    shift 2
+    UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
+        timeout 600 "$exe" -d "$mem" $yield -T -I "$small_iters" -x "$warmup" -w "$settle" "$@" \
+        >"$out" 2>"$out.log"
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
-        echo "sweep_paths.sh: $mode run failed (exit $rc)" >&2
+        echo "sweep_paths.sh: $what run failed (exit $rc)" >&2
         tail -n 20 "$out" "$out.log" >&2
         exit 2
     fi
+}
+run() {
+    local mode=$1 list=$2 out=$3 n=${4:-$iters}
+    UCX_GDRPIPE_PATH=$mode sweep "$mode" "$out" -S "$list" -i "$n"
 }
 
 # calibration first (the auto runs then read the cache like any later job):
@@ -140,16 +147,7 @@ echo "# buffers: $mem  topology: ${topo:-real GPUs} time scale: $scale  iters: $
 # minutes for all three: what differs between processes (placement, clocks,
 # the state the previous process left) no longer differs between the modes.
 run_modes() {
-    local order=$1 list=$2 out=$3 rc
-    UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
-        timeout 600 "$exe" -d "$mem" $yield -T -S "$list" -M "$order" \
-        -i "$iters" -I "$small_iters" -x "$warmup" -w "$settle" >"$out" 2>"$out.log"
-    rc=$?
-    if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
-        echo "sweep_paths.sh: run ($order) failed (exit $rc)" >&2
-        tail -n 20 "$out" "$out.log" >&2
-        exit 2
-    fi
+    sweep "($1)" "$3" -S "$2" -M "$1" -i "$iters"
 }
 
 # measure TAG LIST REPS: REPS runs of the three modes side by side (the
