@@ -123,6 +123,9 @@ struct Stream {
   std::deque<Op> q;
   uint64_t enq = 0, done = 0;
   bool stop = false;
+  // the worker waits for work on its own condition (g->cv is for
+  // completions: a copy finishing wakes its waiters, not every idle worker)
+  std::condition_variable work;
   std::thread th;
 };
 struct EventState {

@@ -18,7 +18,7 @@ void worker(Stream* s) {
   Lock lk(g_mu);
   State* st = g;
   for (;;) {
-    st->cv.wait(lk, [&] { return !s->q.empty() || s->stop; });
+    s->work.wait(lk, [&] { return !s->q.empty() || s->stop; });
     if (s->q.empty()) break;
     Op op = std::move(s->q.front());
     s->q.pop_front();
@@ -53,7 +53,7 @@ void stream_wait_idle(Lock& lk, Stream* s) {
 void stop_stream(Lock& lk, const std::shared_ptr<Stream>& s) {
   stream_wait_idle(lk, s.get());
   s->stop = true;
-  g->cv.notify_all();
+  s->work.notify_one();
   lk.unlock();
   s->th.join();
   lk.lock();
@@ -107,7 +107,7 @@ void enqueue(Stream* s, Op op) {
   }
   s->q.push_back(std::move(op));
   s->enq++;
-  g->cv.notify_all();
+  s->work.notify_one();
 }
 
 }  // namespace sim
