@@ -6,6 +6,9 @@
 // _ptsz export, another address cuGetProcAddress hands out) gets one slot,
 // whose hook calls that entry's own trampoline from g_orig[group][slot].
 //
+// The installation report's text is in hook_report.cc, the scan for
+// allocations made before install() in preexisting_scan.cc.
+//
 // Static-initialization safety: install() may run from a constructor before
 // main, and hooks may run after static destructors (cudart frees at exit). So
 // g_orig is constinit, and all other state lives in a heap object created on
@@ -14,16 +17,14 @@
 
 #include "gdrpipe/hooks/patcher.hpp"
 #include "gdrpipe/log.hpp"
-#include "proc_maps.hpp"
+#include "hook_internal.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <cuda.h>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <unordered_map>
 
 namespace gdrpipe::hooks {
@@ -619,69 +620,6 @@ using GetProcAddressV1 = CUresult (*)(const char *, void **, int, cuuint64_t);
 
 // ---- public API -----------------------------------------------------------------
 
-const char *to_string(EventType t) noexcept
-{
-    return t == EventType::alloc ? "alloc" : "free";
-}
-
-const char *to_string(MemKind k) noexcept
-{
-    switch (k) {
-    case MemKind::device: return "device";
-    case MemKind::managed: return "managed";
-    case MemKind::host_pinned: return "host_pinned";
-    case MemKind::vmm: return "vmm";
-    case MemKind::pool: return "pool";
-    }
-    return "?";
-}
-
-const char *to_string(SymbolStatus s) noexcept
-{
-    switch (s) {
-    case SymbolStatus::patched: return "patched";
-    case SymbolStatus::not_found: return "not found";
-    case SymbolStatus::failed: return "FAILED";
-    case SymbolStatus::alias: return "alias";
-    }
-    return "?";
-}
-
-bool Report::complete() const noexcept
-{
-    if (!error.empty() || failed != 0) {
-        return false;
-    }
-    for (const auto &s : symbols) {
-        if (s.name == "cuMemFree_v2" && s.status == SymbolStatus::patched) {
-            return true;
-        }
-    }
-    return false;
-}
-
-std::string Report::summary() const
-{
-    std::string out;
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%d patched, %d not found, %d failed%s", patched, not_found,
-                  failed, complete() ? "" : " (INCOMPLETE)");
-    out = buf;
-    if (!error.empty()) {
-        out += ": " + error;
-    }
-    out += '\n';
-    for (const auto &s : symbols) {
-        std::snprintf(buf, sizeof(buf), "%p", s.address);
-        out += "  " + s.name + ": " + to_string(s.status) + " " + buf;
-        if (!s.reason.empty()) {
-            out += " (" + s.reason + ")";
-        }
-        out += '\n';
-    }
-    return out;
-}
-
 Report install(void *h, const Options &opts)
 {
     State &s = state();
@@ -855,82 +793,10 @@ void for_each_live_allocation(AllocationCallback cb, void *arg)
     }
 }
 
-int scan_preexisting(AllocationCallback cb, void *arg, const ScanOptions &opts)
+// the driver's cuPointerGetAttribute, for the scan (preexisting_scan.cc)
+void *detail::pointer_attribute_fn() noexcept
 {
-    State &s = state();
-    auto attr = reinterpret_cast<CUresult (*)(void *, CUpointer_attribute, CUdeviceptr)>(
-        s.ptr_attr.load(std::memory_order_relaxed));
-    if (attr == nullptr) {
-        return -1;
-    }
-    std::vector<detail::MapEntry> maps;
-    if (!detail::read_proc_maps(maps)) {
-        return 0;
-    }
-    const size_t chunk = size_t{2} << 20;
-    const size_t fine = 512;
-    const size_t step = opts.step < fine ? fine : opts.step;
-    size_t probes = 0;
-    int found = 0;
-    // returns the end of the allocation containing p, or 0
-    auto probe = [&](uintptr_t p) -> uintptr_t {
-        ++probes;
-        CUdeviceptr start = 0;
-        size_t size = 0;
-        if (attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) != CUDA_SUCCESS ||
-            attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) != CUDA_SUCCESS || size == 0) {
-            return 0;
-        }
-        unsigned int mt = 0;
-        unsigned int managed = 0;
-        attr(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
-        attr(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p);
-        int dev = -1;
-        attr(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
-        const MemKind kind = managed ? MemKind::managed
-                             : mt == CU_MEMORYTYPE_HOST ? MemKind::host_pinned
-                                                        : MemKind::device;
-        cb(static_cast<uintptr_t>(start), size, kind, kind == MemKind::device ? dev : -1, arg);
-        ++found;
-        return static_cast<uintptr_t>(start + size);
-    };
-    // candidates: /dev/nvidia* mappings first, then the smaller regions first
-    // (huge PROT_NONE regions such as sanitizer shadow memory would eat the
-    // probe budget); regions above max_region_bytes are skipped
-    std::vector<std::pair<bool, detail::MapEntry>> cand;
-    for (auto &m : maps) {
-        const bool nvidia = m.path.rfind("/dev/nvidia", 0) == 0;
-        const bool reserved = m.prot == 0; // VA reservations (real driver and simulator)
-        const bool anon = opts.include_anonymous && m.path.empty() && (m.prot & PROT_WRITE) != 0;
-        if ((nvidia || reserved || anon) && m.end - m.start <= opts.max_region_bytes) {
-            cand.emplace_back(nvidia, std::move(m));
-        }
-    }
-    std::stable_sort(cand.begin(), cand.end(), [](const auto &a, const auto &b) {
-        if (a.first != b.first) {
-            return a.first;
-        }
-        return a.second.end - a.second.start < b.second.end - b.second.start;
-    });
-    for (const auto &[nv, m] : cand) {
-        (void)nv;
-        uintptr_t p = m.start;
-        while (p < m.end && probes < opts.max_probes) {
-            const uintptr_t end = probe(p);
-            if (end > p) {
-                // an allocation here: probe the rest of its 2 MiB chunk finely
-                const uintptr_t chunk_end = (p & ~(chunk - 1)) + chunk;
-                p = (end + fine - 1) & ~(fine - 1);
-                while (p < chunk_end && p < m.end && probes < opts.max_probes) {
-                    const uintptr_t e2 = probe(p);
-                    p = e2 > p ? ((e2 + fine - 1) & ~(fine - 1)) : p + fine;
-                }
-                continue;
-            }
-            p = (p + step) & ~(step - 1);
-        }
-    }
-    return found;
+    return state().ptr_attr.load(std::memory_order_relaxed);
 }
 
 std::vector<Original> originals()
