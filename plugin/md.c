@@ -26,14 +26,12 @@ static void gdrpipe_md_close(uct_md_h uct_md)
     ucs_free(uct_md);
 }
 
-static ucs_status_t gdrpipe_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+void gdrpipe_md_fill_attr(uct_md_attr_t *attr, size_t rkey_size, ucs_linear_func_t reg_cost)
 {
     memset(attr, 0, sizeof(*attr));
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     if (gp_cuda_available()) {
-        /* device memory is exported (IPC/VMM handles) for the direct path or
-         * served by the staged pipeline */
         attr->cap.reg_mem_types |= UCS_BIT(UCS_MEMORY_TYPE_CUDA);
     }
     attr->cap.alloc_mem_types  = 0;
@@ -41,9 +39,16 @@ static ucs_status_t gdrpipe_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     attr->cap.detect_mem_types = 0;
     attr->cap.max_alloc        = 0;
     attr->cap.max_reg          = ULONG_MAX;
-    attr->rkey_packed_size     = sizeof(gp_rkey_t);
-    attr->reg_cost             = ucs_linear_func_make(50e-9, 0);
+    attr->rkey_packed_size     = rkey_size;
+    attr->reg_cost             = reg_cost;
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+}
+
+static ucs_status_t gdrpipe_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+{
+    /* device memory is exported (IPC/VMM handles) for the direct path or
+     * served by the staged pipeline */
+    gdrpipe_md_fill_attr(attr, sizeof(gp_rkey_t), ucs_linear_func_make(50e-9, 0));
     return UCS_OK;
 }
 

@@ -227,21 +227,8 @@ static void gdrpipe_rdma_md_close(uct_md_h uct_md)
 
 static ucs_status_t gdrpipe_rdma_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
 {
-    memset(attr, 0, sizeof(*attr));
-    attr->cap.flags         = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-    attr->cap.reg_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    if (gp_cuda_available()) {
-        /* device memory: dma-buf / peermem registration, else staged */
-        attr->cap.reg_mem_types |= UCS_BIT(UCS_MEMORY_TYPE_CUDA);
-    }
-    attr->cap.alloc_mem_types  = 0;
-    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.detect_mem_types = 0;
-    attr->cap.max_alloc        = 0;
-    attr->cap.max_reg          = ULONG_MAX;
-    attr->rkey_packed_size     = GP_RDMA_RKEY_SIZE;
-    attr->reg_cost             = ucs_linear_func_make(1e-6, 0.1e-9);
-    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    /* device memory: dma-buf / peermem registration, else staged */
+    gdrpipe_md_fill_attr(attr, GP_RDMA_RKEY_SIZE, ucs_linear_func_make(1e-6, 0.1e-9));
     return UCS_OK;
 }
 
