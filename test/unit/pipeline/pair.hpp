@@ -50,6 +50,15 @@ inline bool sim_present() {
         unsetenv("GDRPIPE_SIM_TOPO");                                          \
     } while (0)
 
+// The simulator's topology (GDRPIPE_SIM_TOPO) for one test case: set while
+// the guard lives, unset when it goes (also when a REQUIRE ends the case).
+struct SimTopo {
+    explicit SimTopo(const char *topo) { setenv("GDRPIPE_SIM_TOPO", topo, 1); }
+    ~SimTopo() { unsetenv("GDRPIPE_SIM_TOPO"); }
+    SimTopo(const SimTopo &) = delete;
+    SimTopo &operator=(const SimTopo &) = delete;
+};
+
 // The loaded driver is the simulator (not a real libcuda.so.1 given by path).
 inline bool sim_model() {
     const char *p = std::getenv("UCX_GDRPIPE_CUDA_LIB");

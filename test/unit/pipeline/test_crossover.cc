@@ -61,7 +61,7 @@ int serve_b(Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); }
 
 TEST_CASE("auto threshold: measured at the first transfer, cached, read back", "[pipeline][sim][crossover]") {
     SKIP_UNLESS_SIM_MODEL();
-    setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
+    const SimTopo topo(kCrossTopo);
     TempDir td;
     const std::string dir = td.path;
     auto first = [dir](Node &n) -> int {
@@ -133,12 +133,11 @@ TEST_CASE("auto threshold: measured at the first transfer, cached, read back", "
     };
     REQUIRE(run_pair(forced, serve_b, 60) == "");
     CHECK(fs::last_write_time(dir + "/" + files[0]) != mtime);
-    unsetenv("GDRPIPE_SIM_TOPO");
 }
 
 TEST_CASE("auto threshold: an explicit pipeline shape is kept", "[pipeline][sim][crossover]") {
     SKIP_UNLESS_SIM_MODEL();
-    setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
+    const SimTopo topo(kCrossTopo);
     TempDir td;
     const std::string dir = td.path;
     auto a = [dir](Node &n) -> int {
@@ -155,12 +154,11 @@ TEST_CASE("auto threshold: an explicit pipeline shape is kept", "[pipeline][sim]
         return 0;
     };
     REQUIRE(run_pair(a, serve_b, 60) == "");
-    unsetenv("GDRPIPE_SIM_TOPO");
 }
 
 TEST_CASE("auto threshold: no peer access means staged, nothing measured", "[pipeline][sim][crossover]") {
     SKIP_UNLESS_SIM_MODEL();
-    setenv("GDRPIPE_SIM_TOPO", "nopeer", 1);
+    const SimTopo topo("nopeer");
     TempDir td;
     const std::string dir = td.path;
     auto a = [dir](Node &n) -> int {
@@ -181,12 +179,11 @@ TEST_CASE("auto threshold: no peer access means staged, nothing measured", "[pip
         return 0;
     };
     REQUIRE(run_pair(a, serve_b, 60) == "");
-    unsetenv("GDRPIPE_SIM_TOPO");
 }
 
 TEST_CASE("auto threshold: calibration off without a cached entry uses the fallback", "[pipeline][sim][crossover]") {
     SKIP_UNLESS_SIM_MODEL();
-    setenv("GDRPIPE_SIM_TOPO", kCrossTopo, 1);
+    const SimTopo topo(kCrossTopo);
     TempDir td;
     const std::string dir = td.path;
     auto a = [dir](Node &n) -> int {
@@ -201,13 +198,12 @@ TEST_CASE("auto threshold: calibration off without a cached entry uses the fallb
         return 0;
     };
     REQUIRE(run_pair(a, serve_b, 60) == "");
-    unsetenv("GDRPIPE_SIM_TOPO");
 }
 
 TEST_CASE("auto threshold with host memory on one side: the inverted rule", "[pipeline][sim][crossover]") {
     SKIP_WITHOUT_SIM();
     // the H200 machine's shape: pageable copies win large sizes only
-    setenv("GDRPIPE_SIM_TOPO", "host-inverted", 1);
+    const SimTopo topo("host-inverted");
     TempDir td;
     const std::string dir = td.path;
     auto body = [dir](Node &n) -> int {
@@ -232,12 +228,11 @@ TEST_CASE("auto threshold with host memory on one side: the inverted rule", "[pi
         return 0;
     };
     REQUIRE(run_pair(body, serve_b, 90) == "");
-    unsetenv("GDRPIPE_SIM_TOPO");
 }
 
 TEST_CASE("the calibrated rule is checked through the peer and recomputed", "[pipeline][sim][crossover][online]") {
     SKIP_UNLESS_SIM_MODEL();
-    setenv("GDRPIPE_SIM_TOPO", "host-inverted", 1);
+    const SimTopo topo("host-inverted");
     TempDir td;
     const std::string dir = td.path;
     auto body = [dir](Node &n) -> int {
@@ -279,5 +274,4 @@ TEST_CASE("the calibrated rule is checked through the peer and recomputed", "[pi
         return 0;
     };
     REQUIRE(run_pair(again, serve_b, 60) == "");
-    unsetenv("GDRPIPE_SIM_TOPO");
 }

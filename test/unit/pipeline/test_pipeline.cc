@@ -177,7 +177,7 @@ TEST_CASE("both directions at once between the same processes", "[pipeline][sim]
 
 TEST_CASE("nopeer topology: direct impossible across devices, staged instead", "[pipeline][sim]") {
     SKIP_UNLESS_SIM_MODEL();
-    setenv("GDRPIPE_SIM_TOPO", "nopeer", 1);
+    const SimTopo topo("nopeer");
     auto a = [](Node &n) -> int {
         if (int rc = node_setup(n, {config(GP_PATH_DIRECT)})) return rc;
         PT_CHECK(!gdrpipe::cuda::devices().can_access_peer(0, 1));
@@ -194,7 +194,6 @@ TEST_CASE("nopeer topology: direct impossible across devices, staged instead", "
     };
     auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
     std::string res = run_pair(a, b, 60);
-    unsetenv("GDRPIPE_SIM_TOPO");
     REQUIRE(res == "");
 }
 
