@@ -8,6 +8,7 @@
 # Prints one closing line "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
+t_start=$(date +%s)
 root=$PWD
 jobs=$(nproc)
 logdir=${GDRPIPE_TEST_LOGS:-$root/build-logs}
@@ -64,6 +65,6 @@ if [ "$shm_after" -gt "$shm_before" ]; then
     total_fail=$((total_fail + 1)); rc=1
 fi
 
-echo "ci: $(( $(date +%s) - ${start:-$(date +%s)} ))s"
+echo "tests took $(( $(date +%s) - t_start )) s (build included)"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ] && [ $rc -eq 0 ]
