@@ -1,6 +1,9 @@
-/* mpi_verify: data verification over MPI between 2 ranks (see
- * verify_core.h for the schedule). Contiguous MPI_CHAR only, so Open MPI's
- * pml ucx passes the buffer pointers straight to UCP. */
+/* mpi_verify: data verification over MPI between pairs of ranks (see
+ * verify_core.h for the schedule): ranks 2k and 2k+1 form pair k, and all
+ * pairs run at once, each on a communicator of its own (with 4 ranks on 2
+ * GPUs: two pairs across the GPUs, so two processes per direction calibrate
+ * and share the crossover of one GPU pair). Contiguous MPI_CHAR only, so Open
+ * MPI's pml ucx passes the buffer pointers straight to UCP. */
 #include "devmem.h"
 #include "verify_core.h"
 
@@ -8,18 +11,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+typedef struct {
+    MPI_Comm comm; /* the pair's */
+    int peer;      /* the other rank of the pair, in comm */
+} m_pair_t;
+
 static int m_send(void *ctx, const void *buf, size_t len, uint32_t tag)
 {
-    return MPI_Send(buf, (int)len, MPI_CHAR, 1 - *(int *)ctx, (int)tag,
-                    MPI_COMM_WORLD) != MPI_SUCCESS;
+    const m_pair_t *p = ctx;
+    return MPI_Send(buf, (int)len, MPI_CHAR, p->peer, (int)tag, p->comm) != MPI_SUCCESS;
 }
 
 static int m_recv(void *ctx, void *buf, size_t len, uint32_t tag)
 {
     MPI_Status st;
     int n = -1;
-    if (MPI_Recv(buf, (int)len, MPI_CHAR, 1 - *(int *)ctx, (int)tag,
-                 MPI_COMM_WORLD, &st) != MPI_SUCCESS) {
+    const m_pair_t *p = ctx;
+    if (MPI_Recv(buf, (int)len, MPI_CHAR, p->peer, (int)tag, p->comm, &st) != MPI_SUCCESS) {
         return -1;
     }
     MPI_Get_count(&st, MPI_CHAR, &n);
@@ -34,15 +42,14 @@ typedef struct {
 static int m_post(void *ctx, void *buf, size_t len, uint32_t tag, void **req,
                   int is_recv)
 {
+    const m_pair_t *p = ctx;
     m_req_t *q = malloc(sizeof(*q));
     if (q == NULL) {
         return -1;
     }
     q->expect = is_recv ? (int)len : -1;
-    int rc = is_recv ? MPI_Irecv(buf, (int)len, MPI_CHAR, 1 - *(int *)ctx, (int)tag,
-                                 MPI_COMM_WORLD, &q->r)
-                     : MPI_Isend(buf, (int)len, MPI_CHAR, 1 - *(int *)ctx, (int)tag,
-                                 MPI_COMM_WORLD, &q->r);
+    int rc = is_recv ? MPI_Irecv(buf, (int)len, MPI_CHAR, p->peer, (int)tag, p->comm, &q->r)
+                     : MPI_Isend(buf, (int)len, MPI_CHAR, p->peer, (int)tag, p->comm, &q->r);
     if (rc != MPI_SUCCESS) {
         free(q);
         return -1;
@@ -77,15 +84,15 @@ static int m_wait(void *ctx, void *req)
 
 static int m_barrier(void *ctx)
 {
-    (void)ctx;
-    return MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS;
+    const m_pair_t *p = ctx;
+    return MPI_Barrier(p->comm) != MPI_SUCCESS;
 }
 
 static long m_sum(void *ctx, long v)
 {
+    const m_pair_t *p = ctx;
     long s = 0;
-    (void)ctx;
-    MPI_Allreduce(&v, &s, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&v, &s, 1, MPI_LONG, MPI_SUM, p->comm);
     return s;
 }
 
@@ -115,13 +122,15 @@ int main(int argc, char **argv)
     int rank = 0, n = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    if (n != 2) {
+    if (n < 2 || n % 2 != 0) {
         if (rank == 0) {
-            fprintf(stderr, "mpi_verify: needs exactly 2 ranks, got %d\n", n);
+            fprintf(stderr, "mpi_verify: needs an even number of ranks, got %d\n", n);
         }
         MPI_Finalize();
         return 1;
     }
+    m_pair_t pair = {.comm = MPI_COMM_NULL, .peer = 1 - rank % 2};
+    MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank % 2, &pair.comm);
     int ok = v.o.alloc_before || vx_alloc(&v) == 0, all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all) {
@@ -130,21 +139,28 @@ int main(int argc, char **argv)
         return 1;
     }
     if (rank == 0) {
-        printf("mpi_verify: buffers allocated %s MPI_Init", v.o.alloc_before ?
-               "before" : "after");
+        printf("mpi_verify: %d pair(s) of ranks, buffers allocated %s MPI_Init", n / 2,
+               v.o.alloc_before ? "before" : "after");
         if (v.o.mem == GP_MEM_CUDA) {
             printf(", CUDA device %d of %d", gp_devmem_device(), gp_devmem_count());
         }
         printf("\n");
     }
-    vx_comm_t c = {.ctx = &rank, .rank = rank, .send = m_send, .recv = m_recv,
+    vx_comm_t c = {.ctx = &pair, .rank = rank % 2, .pair = rank / 2, .send = m_send, .recv = m_recv,
                    .isend = m_isend, .irecv = m_irecv, .wait = m_wait,
                    .barrier = m_barrier, .sum = m_sum, .abort = m_abort};
     long fails = vx_run(&v, &c);
     vx_free(&v);
+    /* every pair's verdict: a pair that failed fails the job on every rank */
+    long all_fails = 0;
+    MPI_Allreduce(&fails, &all_fails, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && n > 2) {
+        printf("mpi_verify: %ld failure(s) over %d pairs\n", all_fails, n / 2);
+    }
+    MPI_Comm_free(&pair.comm);
     MPI_Finalize();
     if (v.o.mem == GP_MEM_CUDA) {
         gp_devmem_fini();
     }
-    return fails != 0;
+    return all_fails != 0;
 }

@@ -225,7 +225,7 @@ static int vx_prepare_send(vx_t *v, gp_mem_t t, void *base, size_t off,
                            size_t size, uint64_t msg)
 {
     return gp_mem_fill(t, (char *)base + off, size,
-                       gp_pattern_seed(size, msg, v->c->rank));
+                       gp_pattern_seed(size, msg, v->c->rank + 2 * v->c->pair));
 }
 
 /* receiver side: data, then guards before and after */
@@ -241,7 +241,7 @@ static void vx_check(vx_t *v, const char *phase, gp_mem_t t, void *base,
         gp_mem_set(t, (char *)base + off + size / 2, 0, 1);
     }
     rc |= gp_mem_verify(t, (char *)base + off, size,
-                        gp_pattern_seed(size, msg, peer), &d[0]);
+                        gp_pattern_seed(size, msg, peer + 2 * v->c->pair), &d[0]);
     rc |= gp_mem_verify_const(t, base, off, vx_poison(msg), &d[1]);
     rc |= gp_mem_verify_const(t, (char *)base + off + size, VX_GUARD,
                               vx_poison(msg), &d[2]);

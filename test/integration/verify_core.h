@@ -17,6 +17,8 @@
 typedef struct {
     void *ctx;
     int rank; /* 0 or 1 */
+    int pair; /* which pair of ranks (0 with one pair): mixed into the data
+               * patterns, so that a message delivered to another pair fails */
     int (*send)(void *ctx, const void *buf, size_t len, uint32_t tag);
     int (*recv)(void *ctx, void *buf, size_t len, uint32_t tag);
     int (*isend)(void *ctx, const void *buf, size_t len, uint32_t tag, void **req);
