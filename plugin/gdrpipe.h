@@ -95,8 +95,9 @@ ucs_status_t gdrpipe_shm_iface_open(uct_md_h md, uct_worker_h worker,
                                     const uct_iface_config_t *config,
                                     uct_iface_h *iface_p);
 
-/* the md attributes both memory domains report: host memory, and CUDA
- * memory when a driver is loaded; registration needs an rkey */
+/* the md attributes that the gdrpipe memory domain (md.c) and the RDMA one
+ * (rdma_md.c) report: host memory, and CUDA memory when a driver is loaded;
+ * registration needs an rkey (the copy transport's domain has its own) */
 void gdrpipe_md_fill_attr(uct_md_attr_t *attr, size_t rkey_size, ucs_linear_func_t reg_cost);
 uint64_t gdrpipe_host_id(void);
 void gdrpipe_log_init(void);

@@ -118,6 +118,21 @@ static int u_wait(void *ctx, void *req)
     return rc ? -1 : 0;
 }
 
+/* Waits until the peer has written to the socket, progressing the worker
+ * meanwhile: a side whose own requests are complete may still owe the peer
+ * protocol messages (a rendezvous' acknowledgement, the staged path's
+ * progress) without which the peer's sends never complete. */
+static void u_wait_peer(side_t *s)
+{
+    struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
+    if (s->u.worker == NULL) {
+        return; /* closed already (--cycles): the read blocks instead */
+    }
+    while (poll(&pfd, 1, 0) == 0) {
+        ucp_worker_progress(s->u.worker);
+    }
+}
+
 static int u_barrier(void *ctx)
 {
     side_t *s = ctx;
@@ -125,11 +140,7 @@ static int u_barrier(void *ctx)
     if (gp_fd_write(s->fd, &c, 1) != 0) {
         return -1;
     }
-    /* keep the worker progressing while waiting: the peer may need it */
-    struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
-    while (poll(&pfd, 1, 0) == 0) {
-        ucp_worker_progress(s->u.worker);
-    }
+    u_wait_peer(s);
     return gp_fd_read(s->fd, &c, 1);
 }
 
@@ -137,7 +148,13 @@ static long u_sum(void *ctx, long v)
 {
     side_t *s = ctx;
     long peer = 0;
-    if (gp_fd_write(s->fd, &v, sizeof(v)) || gp_fd_read(s->fd, &peer, sizeof(peer))) {
+    int rc = gp_fd_write(s->fd, &v, sizeof(v));
+    if (rc == 0) {
+        /* a phase ends with a sum: its last sends may need this side */
+        u_wait_peer(s);
+        rc = gp_fd_read(s->fd, &peer, sizeof(peer));
+    }
+    if (rc != 0) {
         fprintf(stderr, "ucp_verify: rank %d: peer gone\n", s->rank);
         _exit(2);
     }

@@ -251,17 +251,17 @@ static void vx_check(vx_t *v, const char *phase, gp_mem_t t, void *base,
             static const char *const what[] = {"data", "guard before", "guard after"};
             for (int i = 0; i < 3; ++i) {
                 if (d[i].bad) {
-                    fprintf(stderr, "%s: rank %d: FAIL %s: %s size %zu offset %zu "
+                    fprintf(stderr, "%s: pair %d rank %d: FAIL %s: %s size %zu offset %zu "
                             "(%s, message %llu): %zu bad bytes, first at %zu "
-                            "(got 0x%02x want 0x%02x)\n", v->prog, v->c->rank,
+                            "(got 0x%02x want 0x%02x)\n", v->prog, v->c->pair, v->c->rank,
                             phase, what[i], size, off, gp_mem_name(t),
                             (unsigned long long)msg, d[i].bad, d[i].first_bad,
                             d[i].got, d[i].want);
                 }
             }
             if (rc != 0) {
-                fprintf(stderr, "%s: rank %d: FAIL %s: size %zu: driver error "
-                        "while checking\n", v->prog, v->c->rank, phase, size);
+                fprintf(stderr, "%s: pair %d rank %d: FAIL %s: size %zu: driver error "
+                        "while checking\n", v->prog, v->c->pair, v->c->rank, phase, size);
             }
         }
         ++v->fails;
@@ -271,8 +271,8 @@ static void vx_check(vx_t *v, const char *phase, gp_mem_t t, void *base,
 static void vx_transport_fail(vx_t *v, const char *phase, const char *op,
                               size_t size)
 {
-    fprintf(stderr, "%s: rank %d: FAIL %s: %s of %zu bytes failed\n", v->prog,
-            v->c->rank, phase, op, size);
+    fprintf(stderr, "%s: pair %d rank %d: FAIL %s: %s of %zu bytes failed\n", v->prog,
+            v->c->pair, v->c->rank, phase, op, size);
     fflush(stderr);
     ++v->fails;
     ++v->checks;
