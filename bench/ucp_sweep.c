@@ -344,7 +344,7 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
         ucs_status_t st = UCS_OK;
         double t0 = 0, lat = 0, bw = 0, med[GP_MAX_MODES] = {0};
 
-        if (gp_fd_barrier(fd) != 0) {
+        if (gp_fd_barrier_progress(fd, us, nctx) != 0) {
             failed = 1;
             break;
         }
@@ -387,7 +387,7 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
             st = verify_size(&us[k], rank, mem, sbuf, rbuf, size, tag + 2, &bad, &failed);
         }
         long peer_bad = 0;
-        if (gp_fd_write(fd, &bad, sizeof(bad)) || gp_fd_read(fd, &peer_bad, sizeof(peer_bad))) {
+        if (gp_fd_exchange_progress(fd, us, nctx, &bad, &peer_bad, sizeof(bad)) != 0) {
             failed = 1;
         }
         if (st != UCS_OK) {
@@ -410,7 +410,7 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
             fflush(stdout);
         }
     }
-    gp_fd_barrier(fd);
+    gp_fd_barrier_progress(fd, us, nctx);
     gp_mem_free(mem, sbuf);
     gp_mem_free(mem, rbuf);
     free(reqs);

@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,29 @@ int gp_fd_barrier(int fd)
 {
     char c = 'b';
     return (gp_fd_write(fd, &c, 1) == 0 && gp_fd_read(fd, &c, 1) == 0) ? 0 : -1;
+}
+
+int gp_fd_exchange_progress(int fd, gp_ucp_t *u, int n, const void *out, void *in,
+                            size_t len)
+{
+    if (gp_fd_write(fd, out, len) != 0) {
+        return -1;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    while (poll(&pfd, 1, 0) == 0) {
+        for (int k = 0; k < n; ++k) {
+            if (u[k].worker != NULL) {
+                ucp_worker_progress(u[k].worker);
+            }
+        }
+    }
+    return gp_fd_read(fd, in, len);
+}
+
+int gp_fd_barrier_progress(int fd, gp_ucp_t *u, int n)
+{
+    char c = 'b', d = 0;
+    return gp_fd_exchange_progress(fd, u, n, &c, &d, 1);
 }
 
 int gp_tcp_listen_accept(int port)

@@ -63,6 +63,14 @@ ucs_status_t gp_ucp_recv(gp_ucp_t *u, void *buf, size_t len, ucp_tag_t tag,
 int gp_fd_write(int fd, const void *buf, size_t len);
 int gp_fd_read(int fd, void *buf, size_t len);
 int gp_fd_barrier(int fd);
+/* The same, while progressing the workers of u[0..n-1] (those not closed):
+ * a side whose own requests are all complete may still owe its peer protocol
+ * messages (a rendezvous acknowledgement in a transport's pending queue),
+ * without which the peer's requests never complete -- a plain blocking read
+ * there can deadlock both. gp_fd_exchange_progress swaps len bytes. */
+int gp_fd_barrier_progress(int fd, gp_ucp_t *u, int n);
+int gp_fd_exchange_progress(int fd, gp_ucp_t *u, int n, const void *out, void *in,
+                            size_t len);
 int gp_tcp_listen_accept(int port);              /* returns fd or -1 */
 int gp_tcp_connect(const char *host, int port, double timeout_s);
 

@@ -19,7 +19,6 @@
 #include "res_check.h"
 #include "verify_core.h"
 
-#include <poll.h>
 #include <sched.h>
 #include <errno.h>
 #include <signal.h>
@@ -118,43 +117,19 @@ static int u_wait(void *ctx, void *req)
     return rc ? -1 : 0;
 }
 
-/* Waits until the peer has written to the socket, progressing the worker
- * meanwhile: a side whose own requests are complete may still owe the peer
- * protocol messages (a rendezvous' acknowledgement, the staged path's
- * progress) without which the peer's sends never complete. */
-static void u_wait_peer(side_t *s)
-{
-    struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
-    if (s->u.worker == NULL) {
-        return; /* closed already (--cycles): the read blocks instead */
-    }
-    while (poll(&pfd, 1, 0) == 0) {
-        ucp_worker_progress(s->u.worker);
-    }
-}
-
+/* The socket exchanges progress the worker while they wait: a side whose
+ * own requests are done may still owe the peer protocol messages (ucpx.h). */
 static int u_barrier(void *ctx)
 {
     side_t *s = ctx;
-    char c = 'b';
-    if (gp_fd_write(s->fd, &c, 1) != 0) {
-        return -1;
-    }
-    u_wait_peer(s);
-    return gp_fd_read(s->fd, &c, 1);
+    return gp_fd_barrier_progress(s->fd, &s->u, 1);
 }
 
 static long u_sum(void *ctx, long v)
 {
     side_t *s = ctx;
     long peer = 0;
-    int rc = gp_fd_write(s->fd, &v, sizeof(v));
-    if (rc == 0) {
-        /* a phase ends with a sum: its last sends may need this side */
-        u_wait_peer(s);
-        rc = gp_fd_read(s->fd, &peer, sizeof(peer));
-    }
-    if (rc != 0) {
+    if (gp_fd_exchange_progress(s->fd, &s->u, 1, &v, &peer, sizeof(v)) != 0) {
         fprintf(stderr, "ucp_verify: rank %d: peer gone\n", s->rank);
         _exit(2);
     }
@@ -450,7 +425,7 @@ static int run_cycles(vx_t *v, int rank, int fd)
                        .isend = u_isend, .irecv = u_irecv, .wait = u_wait,
                        .barrier = u_barrier, .sum = u_sum, .abort = u_abort};
         long rc = vx_run(v, &c) != 0;
-        gp_fd_barrier(fd);
+        gp_fd_barrier_progress(fd, &s.u, 1);
         if (k == 1 && rank == 0 && gp_res_take(&now) == 0) {
             gp_res_print(&now, "ucp_verify: before cleanup, rank 0");
         }
@@ -522,7 +497,7 @@ static int run_side(vx_t *v, int rank, int fd)
                        .barrier = u_barrier, .sum = u_sum, .abort = u_abort};
         rc = vx_run(v, &c) != 0;
     }
-    gp_fd_barrier(fd);
+    gp_fd_barrier_progress(fd, &s.u, 1);
     gp_ucp_close(&s.u, 0);
     if (v->allocated) {
         vx_free(v);
