@@ -58,8 +58,7 @@ int gp_fd_read(int fd, void *buf, size_t len)
 
 int gp_fd_barrier(int fd)
 {
-    char c = 'b';
-    return (gp_fd_write(fd, &c, 1) == 0 && gp_fd_read(fd, &c, 1) == 0) ? 0 : -1;
+    return gp_fd_barrier_progress(fd, NULL, 0);
 }
 
 int gp_fd_exchange_progress(int fd, gp_ucp_t *u, int n, const void *out, void *in,
@@ -68,8 +67,13 @@ int gp_fd_exchange_progress(int fd, gp_ucp_t *u, int n, const void *out, void *i
     if (gp_fd_write(fd, out, len) != 0) {
         return -1;
     }
+    int open = 0;
+    for (int k = 0; k < n; ++k) {
+        open += u[k].worker != NULL;
+    }
+    /* no worker to progress: the read below just blocks */
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    while (poll(&pfd, 1, 0) == 0) {
+    while (open > 0 && poll(&pfd, 1, 0) == 0) {
         for (int k = 0; k < n; ++k) {
             if (u[k].worker != NULL) {
                 ucp_worker_progress(u[k].worker);
