@@ -6,9 +6,9 @@
 set -u
 . "$(dirname "$0")/common.sh"
 export GP_SWEEP_CPUS=2,3
-put() { env UCX_RNDV_SCHEME=put_zcopy bench/sweep_paths.sh --mem cuda,host --no-around --reps 3 --bound 100 --calib-dir "$OUT/calib-put" "$@" "$B"; }
-TAIL=8 step a-16k-64k-iters20 90 put --sizes 16384,65536,105797 --iters 20
-TAIL=15 step b-x4-iters20 90 put --sizes 1,4,16,64,256,1024,4096,16384,65536,262144 --iters 20
-TAIL=15 step c-x4-iters50 90 put --sizes 1,4,16,64,256,1024,4096,16384,65536,262144 --iters 50
-TAIL=15 step d-x4-iters20-settle16k 90 put --sizes 16384,65536,262144 --iters 20
+PUTSW="env UCX_RNDV_SCHEME=put_zcopy bench/sweep_paths.sh --mem cuda,host --no-around --reps 3 --bound 100 --calib-dir $OUT/calib-put"
+TAIL=8 step a-16k-64k-iters20 90 $PUTSW --sizes 16384,65536,105797 --iters 20 "$B"
+TAIL=15 step b-x4-iters20 90 $PUTSW --sizes 1,4,16,64,256,1024,4096,16384,65536,262144 --iters 20 "$B"
+TAIL=15 step c-x4-iters50 90 $PUTSW --sizes 1,4,16,64,256,1024,4096,16384,65536,262144 --iters 50 "$B"
+TAIL=15 step d-x4-iters20-settle16k 90 $PUTSW --sizes 16384,65536,262144 --iters 20 "$B"
 echo "=== failed steps: $fails"
