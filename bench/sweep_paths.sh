@@ -84,17 +84,20 @@ fi
 
 # run MODE SIZES OUT [ITERS]: one two-rank run (the launcher forks both ranks)
 # sweep WHAT OUT ARGS...: one two-rank run of gdrpipe_ucp_sweep with ARGS,
-# table to OUT, log to OUT.log; a failed run ends the script (exit 2)
+# table to OUT, stderr to OUT.log, each rank's UCX log (the crossover lines)
+# to OUT.ucx.PID: two ranks writing one file tore each other's lines, and the
+# lines that describe the check went missing from runs 30-35 on the GPU; a
+# failed run ends the script (exit 2)
 sweep() {
     local what=$1 out=$2 rc
     shift 2
-    UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info \
+    UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info UCX_LOG_FILE="$out.ucx.%p" \
         timeout 600 "$exe" -d "$mem" $yield -T -I "$small_iters" -x "$warmup" -w "$settle" "$@" \
         >"$out" 2>"$out.log"
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then
         echo "sweep_paths.sh: $what run failed (exit $rc)" >&2
-        tail -n 20 "$out" "$out.log" >&2
+        tail -n 20 "$out" "$out.log" "$out".ucx.* >&2
         exit 2
     fi
 }
@@ -116,8 +119,7 @@ t1=$(date +%s.%N)
 echo "# calibration run (both directions, incl. start-up): $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s"
 echo "# thresholds (cache: threshold, path below it): $(for f in "$calib_dir"/crossover-*.txt; do [ -f "$f" ] && echo "$(awk '/^threshold /{t=$2} /^below /{b=$2} END{print t"/"b}' "$f")"; done | paste -sd' ' -)"
 grep -ho 'crossover for .*= .*' "$work"/calib.txt* | sed 's/^/#   /' | sort -u
-# the last check of each pair (its classes and the rule; both ranks' logs
-# share the files with the program's output, so only whole lines count)
+# the last check of each pair (its classes and the rule)
 rule_re='(never \(direct at every size\)|0 \(staged at every size\)|[0-9]+ bytes \((direct|staged) below, (direct|staged) from\)|(direct|staged) below [0-9]+ bytes(, (direct|staged) from [0-9]+)+)$'
 checks=$(grep -hE "crossover for .* checked through the peer .*\): $rule_re" "$work"/calib.txt* |
     sed 's/.*\(crossover for \)/\1/' | awk '{ k = $0; sub(/ checked through.*/, "", k); last[k] = $0 } END { for (k in last) print last[k] }')
@@ -211,7 +213,7 @@ table() {
 }
 
 measure main "$list" "$reps"
-grep -ho 'crossover for .*direct=.*' "$work"/main.auto.*.txt* | sort | uniq -c | sed 's/^/# auto stats: /' | head -6
+grep -ho 'crossover for .*direct=.*' "$work"/main.{auto,all}.*.txt.ucx.* 2>/dev/null | sort | uniq -c | sed 's/^/# auto stats: /' | head -6
 if table main main; then
     printf "PASS: auto within %s x the faster path at every size\n" "$bound"
     exit 0
