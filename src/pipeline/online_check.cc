@@ -247,7 +247,8 @@ OnlineCheck::OnlineCheck(unsigned per_path, const model::PathFit &direct, const 
     std::sort(classes_.begin(), classes_.end(),
               [](const model::OnlineClass &a, const model::OnlineClass &b) { return a.bytes < b.bytes; });
     if (per_path == 0 || thresh == 0 || thresh == model::kNever || !direct.available || !staged.available) return;
-    const std::size_t hi = thresh > model::kNever / kBand ? model::kNever : thresh * kBand;
+    const std::size_t hi =
+        thresh > model::kNever / kBand ? model::kNever : std::max(thresh * kBand, kMinTop);
     lo_ = size_class(kMinBytes);
     hi_ = size_class(hi);
     for (int c = lo_; c <= hi_; ++c)

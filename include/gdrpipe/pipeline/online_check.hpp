@@ -90,8 +90,8 @@ inline constexpr double kSwitchGain = 0.03;
 class OnlineCheck {
 public:
     // per_path == 0: off. Checks the classes from kMinBytes up to
-    // kBand x thresh (the calibrated crossing) that `known` (a cached check)
-    // does not hold already; direct-everywhere and staged-everywhere rules
+    // kBand x thresh (the calibrated crossing), and at least up to kMinTop,
+    // that `known` (a cached check) does not hold already; direct-everywhere and staged-everywhere rules
     // (thresh kNever / 0) are not checked.
     OnlineCheck(unsigned per_path, const model::PathFit &direct, const model::PathFit &staged, std::size_t thresh,
                 std::vector<model::OnlineClass> known = {}, std::vector<model::MeasuredPoint> table = {});
@@ -120,6 +120,13 @@ public:
     // consecutive transfers of one path while sampling a class
     static constexpr std::size_t kBlock = 4;
     static constexpr std::size_t kMinBytes = 4096;
+    // The band reaches at least this high. One point measured far off can
+    // pull the calibration's threshold to a few hundred bytes: on the H200
+    // machine (run 36, host -> GPU put) the in-process direct copy of 64 KiB
+    // took 29 us against 16 us staged, the single threshold that fitted the
+    // table best was "staged from 404 B", kBand x 404 lay below kMinBytes, so
+    // nothing was checked and auto staged every message (1.15-1.7 x direct).
+    static constexpr std::size_t kMinTop = std::size_t{1} << 20;
 
 private:
     struct Pending {

@@ -251,7 +251,8 @@ TEST_CASE("online check: per size class, idle starts only, both paths", "[pipeli
     REQUIRE(c.active());
     CHECK_FALSE(c.pick(100000, false).has_value());        // something in flight
     CHECK_FALSE(c.pick(1024, true).has_value());           // eager sizes are not the engine's
-    CHECK_FALSE(c.pick(100000 * 8 * 2, true).has_value()); // beyond the band's last class
+    CHECK(c.pick(std::size_t{1} << 20, true).has_value());  // the band reaches 1 MiB at least
+    CHECK_FALSE(c.pick(100000 * 8 * 4, true).has_value()); // beyond the band's last class
     CHECK(c.pick(4096, true).has_value());                 // the band starts at 4 KiB
     REQUIRE(c.pick(100000, true).has_value());
     CHECK(*c.pick(100000, true) == Path::direct);
@@ -274,6 +275,26 @@ TEST_CASE("online check: per size class, idle starts only, both paths", "[pipeli
     CHECK_FALSE(c.record(Path::direct, 100000, 1.0));
 }
 
+TEST_CASE("online check: a crossing measured far below the engine's sizes is still checked", "[pipeline][online]") {
+    // run 36 (H200, host -> GPU put): fits with direct ahead at every size,
+    // but one point measured far off made the calibration's threshold
+    // "staged from 404 B"; 8 x 404 B lies below the band's first class
+    const PathFit d = linear(7.50e-6, 7.64e9), s = linear(7.52e-6, 7.36e9);
+    OnlineCheck c(4, d, s, 404);
+    REQUIRE(c.active());
+    CHECK(c.pick(16 * kKiB, true).has_value());
+    CHECK(c.pick(kMiB, true).has_value());
+    CHECK_FALSE(c.pick(2 * kMiB, true).has_value());
+    // through the peer staged pays ~10 us more than direct in every class
+    for (int k = 12; k <= 20; ++k) feed(c, d, s, std::size_t{3} << (k - 1), 5e-6, 15e-6, 4);
+    CHECK_FALSE(c.active());
+    CHECK(c.classes().size() == 9);
+    const SizeRule r = c.rule(k64M);
+    CHECK(r.first == Path::direct);
+    CHECK(r.bounds.empty());
+    for (std::size_t n : {std::size_t{404}, 64 * kKiB, kMiB, 16 * kMiB}) CHECK(r.path_for(n) == Path::direct);
+}
+
 TEST_CASE("online check: the paths take turns in blocks", "[pipeline][online]") {
     const PathFit d = linear(6e-6, 3e9), s = linear(10e-6, 10e9);
     OnlineCheck c(8, d, s, 100000);
@@ -290,10 +311,11 @@ TEST_CASE("online check: the paths take turns in blocks", "[pipeline][online]") 
 
 TEST_CASE("online check: classes complete one by one, cached ones are not sampled again", "[pipeline][online]") {
     const PathFit d = linear(6e-6, 3e9), s = linear(10e-6, 10e9);
-    // threshold 57 KB: the band is 4 KiB .. 456 KB, classes 12 .. 18
+    // threshold 57 KB: 8 x 57 KB is below kMinTop, so the band is 4 KiB ..
+    // 1 MiB, classes 12 .. 20
     OnlineCheck c(5, d, s, 57000);
     int done = 0;
-    for (int k = 12; k <= 18; ++k) {
+    for (int k = 12; k <= 20; ++k) {
         REQUIRE(c.active());
         // the median, not the mean: one wild sample per path does not move it
         const std::size_t n = std::size_t{3} << (k - 1);
@@ -301,9 +323,9 @@ TEST_CASE("online check: classes complete one by one, cached ones are not sample
         CHECK_FALSE(c.record(Path::direct, n, 1.0));
         done += feed(c, d, s, n, 1e-6, 2e-6, 5) ? 1 : 0;
     }
-    CHECK(done == 7);
+    CHECK(done == 9);
     CHECK_FALSE(c.active());
-    REQUIRE(c.classes().size() == 7);
+    REQUIRE(c.classes().size() == 9);
     for (const OnlineClass &oc : c.classes()) {
         CHECK(oc.direct_s == Approx(1e-6));
         CHECK(oc.staged_s == Approx(2e-6));
@@ -314,6 +336,7 @@ TEST_CASE("online check: classes complete one by one, cached ones are not sample
     OnlineCheck wider(5, d, s, 1000000, c.classes());
     CHECK(wider.active());
     CHECK_FALSE(wider.pick(100000, true).has_value());
-    CHECK(wider.pick(std::size_t{1} << 20, true).has_value());
+    CHECK_FALSE(wider.pick(std::size_t{1} << 20, true).has_value());
+    CHECK(wider.pick(std::size_t{4} << 20, true).has_value());
     CHECK(wider.rule(k64M) == corrected_rule(d, s, c.classes(), k64M));
 }
