@@ -86,13 +86,15 @@ fi
 # sweep WHAT OUT ARGS...: one two-rank run of gdrpipe_ucp_sweep with ARGS,
 # table to OUT, stderr to OUT.log, each rank's UCX log (the crossover lines)
 # to OUT.ucx.PID: two ranks writing one file tore each other's lines, and the
-# lines that describe the check went missing from runs 30-35 on the GPU; a
-# failed run ends the script (exit 2)
+# lines that describe the check went missing from runs 31 and 35 on the GPU; a
+# failed run ends the script (exit 2). --foreground: the run stays in this
+# script's process group, so a time limit put on the script reaches it too
+# (the second rank ends with the launcher, gdrpipe_ucp_sweep)
 sweep() {
     local what=$1 out=$2 rc
     shift 2
     UCX_GDRPIPE_THRESH=auto UCX_LOG_LEVEL=info UCX_LOG_FILE="$out.ucx.%p" \
-        timeout 600 "$exe" -d "$mem" $yield -T -I "$small_iters" -x "$warmup" -w "$settle" "$@" \
+        timeout --foreground 600 "$exe" -d "$mem" $yield -T -I "$small_iters" -x "$warmup" -w "$settle" "$@" \
         >"$out" 2>"$out.log"
     rc=$?
     if [ $rc -ne 0 ] || grep -q FAIL "$out"; then

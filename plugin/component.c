@@ -121,7 +121,8 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
 
     {"CALIB_ONLINE", "8",
      "Check a measured crossover through the peer, per size class (octave) from\n"
-     "4 KiB to 8 x the calibrated threshold: the first transfers of a class that\n"
+     "4 KiB to 8 x the calibrated threshold, and at least to 1 MiB: the first\n"
+     "transfers of a class that\n"
      "start while nothing else is in flight alternate the two paths and are\n"
      "timed; after this many of each, the class's offsets (what the real\n"
      "transfers cost beyond the in-process calibration: control messages, the\n"

@@ -14,9 +14,10 @@ step() {   # step NAME TIMEOUT CMD...  (TAIL lines of output are echoed)
     local s=$SECONDS
     timeout --kill-after=5 "$t" "$@" > "$OUT/cur.log" 2>&1
     local rc=$?
-    # timeout signals its child only: the ranks of a killed sweep would keep
-    # polling on the cores the next step pins its ranks to (runs 29 and 37:
-    # the step after a time-out measured 10-15 ms staged transfers)
+    # no process of a timed-out step may stay: the ranks of a killed sweep
+    # would keep polling on the cores the next step pins its ranks to (most
+    # likely what made the steps after a time-out in runs 29 and 37 measure
+    # 10-15 ms staged transfers)
     [ $rc -lt 124 ] || pkill -9 -f "$B/" 2>/dev/null
     cat "$OUT/cur.log" >> "$OUT/steps.log"
     tail -n "${TAIL:-3}" "$OUT/cur.log"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # session6-e.sh -- on the GPU machine, repository root, .device/ carried: the
 # host -> GPU put at 64 KiB costs the direct path ~5 us more in the proof
-# sweep (sizes 1 B .. 64 MiB in x4 steps, 20 iterations) than in run 33's
+# sweep (sizes 1 B .. 64 MiB in x4 steps, 20 iterations) than in run 32's
 # fine sweep (50 iterations, 61440 B before it). Which of the two makes it?
 set -u
 . "$(dirname "$0")/common.sh"
