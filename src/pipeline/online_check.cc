@@ -55,92 +55,17 @@ std::string describe_classes(const std::vector<model::OnlineClass> &classes) {
     return s;
 }
 
-namespace {
-
-// weighted least squares of y = a + b x over the points kept
-void fit_line(const std::vector<double> &x, const std::vector<double> &y, const std::vector<double> &w,
-              const std::vector<bool> &keep, double *a, double *b) {
-    double sw = 0, sx = 0, sy = 0;
-    for (std::size_t i = 0; i < x.size(); ++i)
-        if (keep[i]) {
-            sw += w[i];
-            sx += w[i] * x[i];
-            sy += w[i] * y[i];
-        }
-    const double mx = sx / sw, my = sy / sw;
-    double sxx = 0, sxy = 0;
-    for (std::size_t i = 0; i < x.size(); ++i)
-        if (keep[i]) {
-            sxx += w[i] * (x[i] - mx) * (x[i] - mx);
-            sxy += w[i] * (x[i] - mx) * (y[i] - my);
-        }
-    *b = sxx > 0 ? sxy / sxx : 0.0;
-    *a = my - *b * mx;
-}
-
-} // namespace
-
-OffsetTrend fit_offsets(const std::vector<model::OnlineClass> &classes, model::Path p, const model::PathFit &fit) {
-    OffsetTrend t;
-    if (classes.empty()) return t;
-    std::vector<double> x, y, w, scale;
-    for (const model::OnlineClass &c : classes) {
-        x.push_back(static_cast<double>(c.bytes));
-        y.push_back(p == model::Path::direct ? c.direct_s : c.staged_s);
-        // relative errors, as the fit itself: each class counts by how far
-        // off it is against its own transfer time
-        double tt = fit.predict(c.bytes);
-        if (!std::isfinite(tt) || tt < 1e-6) tt = 1e-6;
-        scale.push_back(tt);
-        w.push_back(1.0 / (tt * tt));
-    }
-    t.lo_bytes = *std::min_element(x.begin(), x.end());
-    t.hi_bytes = *std::max_element(x.begin(), x.end());
-    std::vector<bool> keep(x.size(), true);
-    std::size_t kept = x.size();
-    fit_line(x, y, w, keep, &t.fixed_s, &t.per_byte_s);
-    // one class measured off (one process, one buffer, the first transfers
-    // of a process) must not bend the line: the class whose leave-one-out
-    // error is largest is dropped while that error is far beyond the
-    // others', at most a quarter of them (a class far off pulls a least-
-    // squares line toward itself, so it is judged by a line fitted without it)
-    while (kept >= 4 && (x.size() - kept) < x.size() / 4 + 1) {
-        std::size_t worst = 0;
-        double worst_r = -1, worst_a = 0, worst_b = 0;
-        for (std::size_t i = 0; i < x.size(); ++i) {
-            if (!keep[i]) continue;
-            keep[i] = false;
-            double a = 0, b = 0;
-            fit_line(x, y, w, keep, &a, &b);
-            keep[i] = true;
-            const double ri = std::fabs(y[i] - a - b * x[i]) / scale[i];
-            if (ri > worst_r) {
-                worst_r = ri;
-                worst = i;
-                worst_a = a;
-                worst_b = b;
-            }
-        }
-        std::vector<double> r; // the others' errors against the line without the candidate
-        for (std::size_t i = 0; i < x.size(); ++i)
-            if (keep[i] && i != worst) r.push_back(std::fabs(y[i] - worst_a - worst_b * x[i]) / scale[i]);
-        if (worst_r <= std::max(kOutlierFloor, kOutlierMads * model::median(r))) break;
-        keep[worst] = false;
-        --kept;
-        t.fixed_s = worst_a;
-        t.per_byte_s = worst_b;
-    }
-    return t;
-}
-
-double OffsetTrend::at(std::size_t bytes) const noexcept {
-    const double n = std::clamp(static_cast<double>(bytes), lo_bytes, hi_bytes);
-    return fixed_s + per_byte_s * n;
-}
-
-double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, const model::PathFit &fit,
-                    std::size_t bytes) {
-    return fit_offsets(classes, p, fit).at(bytes);
+double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, std::size_t bytes) {
+    if (classes.empty()) return 0.0;
+    auto off = [p](const model::OnlineClass &c) { return p == model::Path::direct ? c.direct_s : c.staged_s; };
+    if (bytes <= classes.front().bytes) return off(classes.front());
+    if (bytes >= classes.back().bytes) return off(classes.back());
+    const auto hi = std::upper_bound(classes.begin(), classes.end(), bytes,
+                                     [](std::size_t n, const model::OnlineClass &c) { return n < c.bytes; });
+    const model::OnlineClass &r = *hi, &l = *(hi - 1);
+    const double x0 = std::log2(double(l.bytes)), x1 = std::log2(double(r.bytes));
+    const double f = x1 > x0 ? (std::log2(double(bytes)) - x0) / (x1 - x0) : 0.0;
+    return off(l) + (off(r) - off(l)) * f;
 }
 
 namespace {
@@ -196,6 +121,31 @@ template <class Ratio> void drop_thin_windows(SizeRule &r, Ratio ratio) {
     }
 }
 
+// Windows below the top one that hold fewer than kLoneClasses checked
+// classes, while at least kLoneClasses lie outside them, go to the paths
+// around them.
+void drop_lone_windows(SizeRule &r, const std::vector<model::OnlineClass> &classes) {
+    const int total = static_cast<int>(classes.size());
+    for (std::size_t i = 0; i < r.bounds.size();) {
+        const std::size_t lo = i == 0 ? 0 : r.bounds[i - 1], hi = r.bounds[i];
+        const int inside = static_cast<int>(std::count_if(classes.begin(), classes.end(), [&](const auto &c) {
+            return c.bytes >= lo && c.bytes < hi;
+        }));
+        if (inside >= kLoneClasses || total - inside < kLoneClasses) {
+            ++i;
+            continue;
+        }
+        if (i == 0) {
+            r.first = model::other_path(r.first);
+            r.bounds.erase(r.bounds.begin());
+        } else {
+            r.bounds.erase(r.bounds.begin() + static_cast<std::ptrdiff_t>(i - 1),
+                           r.bounds.begin() + static_cast<std::ptrdiff_t>(i + 1));
+            --i;
+        }
+    }
+}
+
 } // namespace
 
 SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &staged,
@@ -206,9 +156,10 @@ SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &stag
         r.first = direct.available ? model::Path::direct : model::Path::staged;
         return r;
     }
-    const OffsetTrend od = fit_offsets(classes, model::Path::direct, direct),
-                      os = fit_offsets(classes, model::Path::staged, staged);
-    auto staged_wins = [&](std::size_t n) { return direct.predict(n) + od.at(n) > staged.predict(n) + os.at(n); };
+    auto cost = [&](model::Path p, std::size_t n) {
+        return (p == model::Path::direct ? direct : staged).predict(n) + class_offset(classes, p, n);
+    };
+    auto staged_wins = [&](std::size_t n) { return cost(model::Path::direct, n) > cost(model::Path::staged, n); };
     bool side = staged_wins(1);
     r.first = side ? model::Path::staged : model::Path::direct;
     std::size_t prev = 1;
@@ -229,9 +180,8 @@ SizeRule corrected_rule(const model::PathFit &direct, const model::PathFit &stag
         }
         prev = n;
     }
-    drop_thin_windows(r, [&](std::size_t n) {
-        return (direct.predict(n) + od.at(n)) / (staged.predict(n) + os.at(n));
-    });
+    drop_lone_windows(r, classes);
+    drop_thin_windows(r, [&](std::size_t n) { return cost(model::Path::direct, n) / cost(model::Path::staged, n); });
     apply_top(r, classes, table);
     return r;
 }

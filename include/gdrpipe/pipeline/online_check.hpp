@@ -12,10 +12,9 @@
 // not a queue's) the engine runs the two paths in turn, kBlock transfers at
 // a time, and times each one from start to completion. Once a class has `per_path` samples of each path, the
 // class's offsets -- the median of (measured - fitted) of each path -- are
-// kept. Each path's corrected cost is its fit plus a robust affine trend of
-// its offsets over the checked classes (fixed + per byte: OffsetTrend), and
-// the rule is recomputed from the corrected curves: it may switch paths more
-// than once.
+// kept. Each path's corrected cost is its fit plus its offsets interpolated
+// between the checked classes (class_offset), and the rule is recomputed
+// from the corrected curves: it may switch paths more than once.
 #pragma once
 #include "gdrpipe/model/calib_record.hpp"
 #include "gdrpipe/model/cost_model.hpp"
@@ -42,35 +41,25 @@ struct SizeRule {
     bool operator==(const SizeRule &) const = default;
 };
 
-// What one path costs beyond its fit, as a function of the size, from the
-// checked classes: a correction of the fit's own form, fixed + per byte
-// (the cross-process latency, and a bandwidth the in-process probe got
-// wrong), fitted like the fit itself -- least squares of the errors
-// relative to each class's transfer time, so that small classes set the
-// fixed part and large ones the per-byte part -- with the class farthest
-// off dropped while it lies kOutlierMads x the median relative error (and
-// at least kOutlierFloor) off the line (one class measured off -- one
-// process, one buffer, a process's first transfers -- must not bend it),
-// at most a quarter of them; held constant beyond the first and last
-// class. No classes: 0.
-struct OffsetTrend {
-    double fixed_s = 0.0, per_byte_s = 0.0;
-    double lo_bytes = 0.0, hi_bytes = 0.0; // the classes' range
-    double at(std::size_t bytes) const noexcept;
-};
-inline constexpr double kOutlierMads = 4.0;
-inline constexpr double kOutlierFloor = 0.25;
-OffsetTrend fit_offsets(const std::vector<model::OnlineClass> &classes, model::Path p, const model::PathFit &fit);
-// fit_offsets(classes, p, fit).at(bytes)
-double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, const model::PathFit &fit,
-                    std::size_t bytes);
+// What one path costs beyond its fit at `bytes`, from the checked classes
+// (ascending by size): each class's offset at its sample size, linear in
+// log2(size) between neighbouring classes, held constant below the first
+// and above the last; 0 without classes. Each class stands for itself: a
+// trend fitted over all classes (sessions 4-5) bent where the offsets are
+// not linear in the size (host -> GPU puts on the H200 machine: a staged
+// window at 0.4-2.3 MB opened in three of five caches of session 6 where
+// direct was 10 % faster); a class measured off is handled by the rule
+// instead (kLoneClasses).
+double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, std::size_t bytes);
 
 // "16 KiB: direct +8.4 us, staged +22.5 us; 64 KiB: ..." (the offsets per class)
 std::string describe_classes(const std::vector<model::OnlineClass> &classes);
 
 // The rule of the fits corrected by the classes' offsets, scanned over
-// [1, max_bytes]: every crossing of the corrected curves, less the interior
-// windows thinner than kSwitchGain. Then the top of
+// [1, max_bytes]: every crossing of the corrected curves, less the windows
+// (the top one aside) that hold fewer than kLoneClasses checked classes
+// while at least kLoneClasses lie outside them, and the interior windows
+// thinner than kSwitchGain. Then the top of
 // the range, above the checked classes, where the fits are extrapolated and
 // nothing was checked: when the calibration's own measurement at its largest
 // size (`table`) has the other path faster by more than kTopMargin, that path
@@ -85,6 +74,12 @@ inline constexpr double kTopMargin = 0.05;
 // cost is at least this much lower somewhere in it; thinner windows (the
 // curves touching) go to the paths around them.
 inline constexpr double kSwitchGain = 0.03;
+// A window of one path needs this many checked classes inside it when as
+// many outside it say otherwise: one class measured off (one process, one
+// buffer, its first transfers) must not switch the path around it (run 18:
+// the 256 KiB class of GPU -> host came out 8 us the other way and opened
+// a staged window at 200-510 KB where direct was faster).
+inline constexpr int kLoneClasses = 2;
 
 // The sampling state of one pair (not thread-safe: one engine's thread).
 class OnlineCheck {
