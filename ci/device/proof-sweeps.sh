@@ -1,0 +1,33 @@
+#!/bin/bash
+# proof-sweeps.sh [REPS] -- on the GPU machine, repository root, .device/
+# bundle and build carried: the proof sweeps of issue 5 (bench/sweep_paths.sh,
+# the three modes side by side, a fresh cache each), REPS times each (default
+# 1): host -> GPU put, GPU -> host, and GPU <-> GPU when there are two GPUs.
+# Each sweep's cache, per-rank UCX logs and work files come back in one
+# tarball ($OUT/proof-sweeps.tgz); a summary of the verdicts ends the log.
+# The session scripts (session*-*.sh) are the record of the runs made so far.
+set -u
+. "$(dirname "$0")/common.sh"
+reps=${1:-1}
+export GP_SWEEP_CPUS=2,3 UCX_GDRPIPE_STATS=y
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+sweep() {   # sweep NAME LIMIT SCHEME ARGS...  (SCHEME: UCX_RNDV_SCHEME)
+    local name=$1 limit=$2 scheme=$3
+    shift 3
+    mkdir -p "$OUT/work-$name"
+    TAIL=30 step "$name" "$limit" env KEEP_WORK=1 TMPDIR="$OUT/work-$name" UCX_RNDV_SCHEME="$scheme" \
+        bench/sweep_paths.sh --iters 20 --reps 5 \
+        --calib-dir "$OUT/calib-$name" "$@" "$B"
+    local v
+    v=$(grep -h "^PASS\|^FAIL" "$OUT/cur.log" | tail -1)
+    echo "$name: ${v:-no verdict, see steps.log}" >> "$OUT/verdicts"
+}
+for ((i = 1; i <= reps; i++)); do
+    sweep put-$i 170 put_zcopy --mem cuda,host
+    sweep get-$i 120 auto --mem cuda,host
+    [ "$ngpu" -lt 2 ] || sweep gpu-gpu-$i 170 auto
+done
+echo "=== verdicts"
+cat "$OUT/verdicts"
+tar -C "$OUT" -czf "$OUT/proof-sweeps.tgz" $(cd "$OUT" && ls -d work-* calib-*) && rm -rf "$OUT"/work-* "$OUT"/calib-*
+echo "=== failed steps: $fails"
