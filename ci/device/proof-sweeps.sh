@@ -6,18 +6,20 @@
 # Each sweep's cache, per-rank UCX logs and work files come back in one
 # tarball ($OUT/proof-sweeps.tgz); a summary of the verdicts ends the log.
 # The session scripts (session*-*.sh) are the record of the runs made so far.
+# PROOF_SWEEP_ARGS: more bench/sweep_paths.sh options (e.g. a simulator
+# topology, to try this script without a GPU).
 set -u
 . "$(dirname "$0")/common.sh"
 reps=${1:-1}
 export GP_SWEEP_CPUS=2,3 UCX_GDRPIPE_STATS=y
-ngpu=$(nvidia-smi -L | grep -c '^GPU')
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 sweep() {   # sweep NAME LIMIT SCHEME ARGS...  (SCHEME: UCX_RNDV_SCHEME)
     local name=$1 limit=$2 scheme=$3
     shift 3
     mkdir -p "$OUT/work-$name"
     TAIL=30 step "$name" "$limit" env KEEP_WORK=1 TMPDIR="$OUT/work-$name" UCX_RNDV_SCHEME="$scheme" \
         bench/sweep_paths.sh --iters 20 --reps 5 \
-        --calib-dir "$OUT/calib-$name" "$@" "$B"
+        --calib-dir "$OUT/calib-$name" "$@" ${PROOF_SWEEP_ARGS:-} "$B"
     local v
     v=$(grep -h "^PASS\|^FAIL" "$OUT/cur.log" | tail -1)
     echo "$name: ${v:-no verdict, see steps.log}" >> "$OUT/verdicts"
