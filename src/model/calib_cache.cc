@@ -315,6 +315,25 @@ std::string serialize_record(const CalibKey &key, const CalibRecord &rec) {
     return s + ck;
 }
 
+std::optional<CalibKey> read_record_key(const std::string &text) {
+    std::vector<std::string> lines;
+    std::size_t a = 0;
+    while (a < text.size() && lines.size() < 1 + std::size(kKeyFields)) {
+        std::size_t b = text.find('\n', a);
+        if (b == std::string::npos) b = text.size();
+        lines.push_back(text.substr(a, b - a));
+        a = b + 1;
+    }
+    if (lines.size() < 1 + std::size(kKeyFields) || lines[0] != kMagic) return std::nullopt;
+    CalibKey key;
+    for (std::size_t i = 0; i < std::size(kKeyFields); ++i) {
+        const std::vector<std::string> t = split(lines[1 + i]);
+        if (t.size() != 2 || t[0] != kKeyFields[i].name || !unescape(t[1], &(key.*kKeyFields[i].member)))
+            return std::nullopt;
+    }
+    return key;
+}
+
 std::optional<CalibRecord> parse_record(const std::string &text, const CalibKey &expect, std::string *why) {
     // the last line must be the checksum of everything before it
     if (text.size() < 2 || text.back() != '\n') {

@@ -126,14 +126,9 @@ void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig 
     c.staged_fit = got.record.model.fit_of(model::Path::staged);
     c.key = r.key;
     c.thresh = direct_biased(got.record.model, c.model_thresh, c.below);
-    c.rule = SizeRule::single(c.thresh, c.below);
     c.table = got.record.model.table();
-    if (!got.record.online.empty() && c.have_fits) {
-        // a plugin checked this calibration through a peer before: the
-        // corrected rule, no margin (the check measured what the margin guesses)
-        c.online = got.record.online;
-        c.rule = corrected_rule(c.direct_fit, c.staged_fit, c.online, cfg.max_bytes, c.table);
-    }
+    if (c.have_fits) c.online = got.record.online;
+    c.rule = rule_of_record(got.record, cfg.max_bytes);
     // The calibrated shape replaces the default only when it was clearly
     // faster in the measurement: the in-process probe does not see the
     // per-chunk cost of the cross-process pipeline (control, the peer's
@@ -152,6 +147,18 @@ void obtain_choice(PairChoice &c, const ObtainRequest &r, const CrossoverConfig 
     if (c.origin == PairOrigin::measured) c.took_ms = got.record.elapsed_s * 1e3;
     GP_DEBUG("crossover for %s: %s", c.label.c_str(),
              model::format_summary(got.record, got.source).c_str());
+}
+
+SizeRule rule_of_record(const model::CalibRecord &rec, std::size_t max_bytes) {
+    const model::CostModel &m = rec.model;
+    const bool fits = m.fit_of(model::Path::direct).available && m.fit_of(model::Path::staged).available;
+    // a plugin checked this calibration through a peer before: the corrected
+    // rule, no margin (the check measured what the margin guesses)
+    if (!rec.online.empty() && fits)
+        return corrected_rule(m.fit_of(model::Path::direct), m.fit_of(model::Path::staged), rec.online, max_bytes,
+                              m.table());
+    const model::Crossover &x = m.crossover();
+    return SizeRule::single(direct_biased(m, x.threshold, x.below), x.below);
 }
 
 const char *pair_origin_name(PairOrigin o) noexcept {

@@ -11,6 +11,7 @@ namespace gdrpipe::calibrate_tool {
 const char *const kUsage =
     "usage: gdrpipe-calibrate [-a DEV|host] [-b DEV|host] [--max SIZE] [--budget SECONDS]\n"
     "                         [--cache-dir DIR] [--force] [--no-cache] [--svg FILE] [-q]\n"
+    "       gdrpipe-calibrate --show CACHEFILE...\n"
     "Measures the direct (peer copy) and the host-staged path between two GPUs of this\n"
     "machine (or GPU -> host memory with -b host, host memory -> GPU with -a host) and\n"
     "prints where one overtakes the other.\n"
@@ -23,6 +24,8 @@ const char *const kUsage =
     "  --no-cache        neither read nor write the cache\n"
     "  --svg FILE        plot file (default gdrpipe-crossover.svg)\n"
     "  -q                no progress line\n"
+    "  --show FILE...    print what these cache files (crossover-*.txt) hold and the\n"
+    "                    rule the plugin takes from each; measures nothing\n"
     "exit status: 0 ok, 1 calibration failed (nothing cached), 2 usage error\n";
 
 std::optional<std::size_t> parse_size(const std::string &s) {
@@ -72,6 +75,10 @@ std::optional<CliOptions> parse_cli(int argc, char **argv, std::string *err) {
         }
         if (arg == "-h" || arg == "--help") {
             o.help = true;
+        } else if (arg == "--show") {
+            o.show.assign(argv + i + 1, argv + argc);
+            if (o.show.empty()) return bad("--show needs at least one cache file");
+            return o;
         } else if (arg == "-a") {
             if (val == "host") {
                 o.from_host = true;

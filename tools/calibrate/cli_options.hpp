@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gdrpipe::calibrate_tool {
 
@@ -19,6 +20,9 @@ struct CliOptions {
     std::string svg = "gdrpipe-crossover.svg";
     bool quiet = false;
     bool help = false;
+    // --show FILE...: print what these cache files hold and the rule the
+    // plugin takes from each; measures nothing
+    std::vector<std::string> show;
 };
 
 extern const char *const kUsage;

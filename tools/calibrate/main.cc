@@ -16,6 +16,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #ifndef GP_VERSION
@@ -144,6 +146,36 @@ int run(const CliOptions &o) {
     return 0;
 }
 
+// --show: what each cache file holds and the rule the plugin takes from it
+int show(const CliOptions &o) {
+    int rc = 0;
+    for (const std::string &path : o.show) {
+        std::ifstream in(path, std::ios::binary);
+        std::stringstream text;
+        text << in.rdbuf();
+        const std::optional<gm::CalibKey> key = in ? gm::read_record_key(text.str()) : std::nullopt;
+        std::string why = !in ? "cannot read it" : "not a gdrpipe crossover cache file";
+        std::optional<gm::CalibRecord> rec;
+        if (key) rec = gm::parse_record(text.str(), *key, &why);
+        if (!rec) {
+            std::fprintf(stderr, "gdrpipe-calibrate: %s: %s\n", path.c_str(), why.c_str());
+            rc = 1;
+            continue;
+        }
+        std::printf("== %s\n%s -> %s (%s, %s), driver %s, gdrpipe %s\n", path.c_str(), key->local_gpu_uuid.c_str(),
+                    key->remote_gpu_uuid.c_str(), key->peer_relation.c_str(), key->wire_kind.c_str(),
+                    key->driver_version.c_str(), key->gdrpipe_version.c_str());
+        std::fputs(gm::format_report(*rec, gm::Source::cache).c_str(), stdout);
+        if (rec->online.empty()) std::printf("checked through a peer: not yet\n");
+        else
+            std::printf("checked through a peer in %zu size classes: %s\n", rec->online.size(),
+                        gdrpipe::pipeline::describe_classes(rec->online).c_str());
+        std::printf("rule the plugin uses (up to %zu bytes): %s\n", o.max_bytes,
+                    gdrpipe::pipeline::rule_of_record(*rec, o.max_bytes).describe().c_str());
+    }
+    return rc;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -157,5 +189,6 @@ int main(int argc, char **argv) {
         std::fputs(kUsage, stdout);
         return 0;
     }
+    if (!o->show.empty()) return show(*o);
     return run(*o);
 }

@@ -36,6 +36,11 @@ std::string serialize_record(const CalibKey &key, const CalibRecord &rec);
 std::optional<CalibRecord> parse_record(const std::string &text, const CalibKey &expect,
                                         std::string *why = nullptr);
 
+// The key a cache file's text names (its key.* lines), to parse a file whose
+// key is not known beforehand (gdrpipe-calibrate --show); nullopt if the text
+// does not start like a cache file. parse_record() still checks the rest.
+std::optional<CalibKey> read_record_key(const std::string &text);
+
 class CalibCache {
 public:
     // dir == "": default_dir(). The directory is created on the first store().

@@ -71,6 +71,12 @@ struct PairChoice {
 // "never (direct at every size)", "N bytes (staged below, direct from)", ...
 std::string describe_rule(std::size_t thresh, model::Path below);
 
+// The rule the plugin takes from a calibration record: the corrected rule
+// (corrected_rule) when the record holds classes checked through a peer, else
+// the calibrated threshold, a "direct below" one moved up to where the staged
+// fit is 15 % faster (kStagedGain).
+SizeRule rule_of_record(const model::CalibRecord &rec, std::size_t max_bytes);
+
 // Threshold used when no measurement is available: direct wherever it works
 // (the previous fixed default, right for NVLink pairs).
 inline constexpr std::size_t kFallbackThresh = model::kNever;

@@ -121,6 +121,25 @@ TEST_CASE("infinite thresholds, missing paths and odd key text survive", "[model
     CHECK(cache.load(key_a())->model.threshold() == kNever);
 }
 
+TEST_CASE("a file's key can be read before its record is parsed", "[model][cache]") {
+    CalibKey k = key_a();
+    k.peer_relation = "pcie p2p % 100\nweird"; // escaped in the file
+    k.wire_kind = "";
+    const std::string text = serialize_record(k, sample_record());
+    const std::optional<CalibKey> got = read_record_key(text);
+    REQUIRE(got.has_value());
+    CHECK(*got == k);
+    REQUIRE(parse_record(text, *got).has_value());
+    CHECK(*parse_record(text, *got) == sample_record());
+    CHECK_FALSE(read_record_key("").has_value());
+    CHECK_FALSE(read_record_key("hello\n").has_value());
+    // the key lines cut short, or one renamed
+    CHECK_FALSE(read_record_key(text.substr(0, text.find("key.wire_kind"))).has_value());
+    std::string renamed = text;
+    renamed.replace(renamed.find("key.driver_version"), 18, "key.driver_versio_");
+    CHECK_FALSE(read_record_key(renamed).has_value());
+}
+
 TEST_CASE("a file for another key is ignored", "[model][cache]") {
     TempDir d;
     const CalibCache cache(d.path);
