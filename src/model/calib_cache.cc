@@ -165,22 +165,47 @@ bool fail(std::string *why, const std::string &msg) {
     return false;
 }
 
-bool parse_body(const std::vector<std::string> &lines, const CalibKey &expect, CalibRecord *rec,
-                std::string *why) {
+// text split at '\n' (the newlines dropped; a last line without one kept)
+std::vector<std::string> split_lines(const std::string &text) {
+    std::vector<std::string> lines;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const std::size_t j = text.find('\n', i);
+        if (j == std::string::npos) {
+            lines.push_back(text.substr(i));
+            break;
+        }
+        lines.push_back(text.substr(i, j - i));
+        i = j + 1;
+    }
+    return lines;
+}
+
+// The magic line and the key lines into *key; with `expect`, each field must
+// equal its own (a stale file).
+bool parse_key(const std::vector<std::string> &lines, CalibKey *key, const CalibKey *expect, std::string *why) {
     if (lines.empty() || lines[0] != kMagic) return fail(why, "not a gdrpipe crossover cache file (v1)");
     std::size_t li = 1;
     for (const KeyField &kf : kKeyFields) {
         if (li >= lines.size()) return fail(why, "truncated key");
         const std::vector<std::string> t = split(lines[li++]);
-        std::string v;
+        std::string &v = key->*kf.member;
         if (t.size() != 2 || t[0] != kf.name || !unescape(t[1], &v)) {
             return fail(why, std::string("malformed ") + kf.name);
         }
-        if (v != expect.*kf.member) {
+        if (expect != nullptr && v != expect->*kf.member) {
             return fail(why, std::string("stale: ") + kf.name + " is '" + v + "', expected '" +
-                                 expect.*kf.member + "'");
+                                 expect->*kf.member + "'");
         }
     }
+    return true;
+}
+
+bool parse_body(const std::vector<std::string> &lines, const CalibKey &expect, CalibRecord *rec,
+                std::string *why) {
+    CalibKey key;
+    if (!parse_key(lines, &key, &expect, why)) return false;
+    std::size_t li = 1 + std::size(kKeyFields);
     PathFit direct, staged;
     Crossover x;
     std::vector<MeasuredPoint> table;
@@ -316,21 +341,8 @@ std::string serialize_record(const CalibKey &key, const CalibRecord &rec) {
 }
 
 std::optional<CalibKey> read_record_key(const std::string &text) {
-    std::vector<std::string> lines;
-    std::size_t a = 0;
-    while (a < text.size() && lines.size() < 1 + std::size(kKeyFields)) {
-        std::size_t b = text.find('\n', a);
-        if (b == std::string::npos) b = text.size();
-        lines.push_back(text.substr(a, b - a));
-        a = b + 1;
-    }
-    if (lines.size() < 1 + std::size(kKeyFields) || lines[0] != kMagic) return std::nullopt;
     CalibKey key;
-    for (std::size_t i = 0; i < std::size(kKeyFields); ++i) {
-        const std::vector<std::string> t = split(lines[1 + i]);
-        if (t.size() != 2 || t[0] != kKeyFields[i].name || !unescape(t[1], &(key.*kKeyFields[i].member)))
-            return std::nullopt;
-    }
+    if (!parse_key(split_lines(text), &key, nullptr, nullptr)) return std::nullopt;
     return key;
 }
 
@@ -353,15 +365,8 @@ std::optional<CalibRecord> parse_record(const std::string &text, const CalibKey 
         fail(why, last.rfind("checksum ", 0) == 0 ? "checksum mismatch" : "no checksum line (truncated?)");
         return std::nullopt;
     }
-    std::vector<std::string> lines;
-    std::size_t i = 0;
-    while (i < body.size()) {
-        const std::size_t j = body.find('\n', i);
-        lines.push_back(body.substr(i, j - i));
-        i = j + 1;
-    }
     CalibRecord rec;
-    if (!parse_body(lines, expect, &rec, why)) return std::nullopt;
+    if (!parse_body(split_lines(body), expect, &rec, why)) return std::nullopt;
     return rec;
 }
 
