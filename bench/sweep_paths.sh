@@ -18,7 +18,8 @@
 #                    there the three modes are one eager path: only noise differs)
 #   --warmup N       untimed ping-pongs per size and run (default 2)
 #   --settle N       untimed ping-pongs of the first size when a run starts
-#                    (default 20000 on a GPU machine, 0 on the simulator): the
+#                    (default 20000 on a GPU machine, 0 on the simulator; at
+#                    most 1 GiB each way per mode, gdrpipe_ucp_sweep -w): the
 #                    first sizes of a process otherwise inherit the clocks the
 #                    previous process left the GPU and CPU in
 #   --reps R         runs of each mode (default 3); violated sizes get 2R-1 more

@@ -65,8 +65,9 @@ static void usage(const char *p)
            "  -T        transfer-time mode: per size the median one-way time of\n"
            "            ITERS individually timed ping-pongs (no bandwidth)\n"
            "  -I N      iterations for sizes up to 8 KiB only (after -i)\n"
-           "  -w N      N untimed ping-pongs of the first size before the sweep\n"
-           "            (the GPU and CPU leave their idle clocks first)\n"
+           "  -w N      up to N untimed ping-pongs of the first size before the\n"
+           "            sweep, at most 1 GiB each way per context (the GPU and CPU\n"
+           "            leave their idle clocks first)\n"
            "  -M LIST   with -T: one UCP context per UCX_GDRPIPE_PATH value of LIST\n"
            "            (e.g. direct,staged,auto), all in these two processes; at\n"
            "            every size each is timed in turn (the order rotating) and\n"
@@ -266,6 +267,24 @@ static ucs_status_t verify_size(gp_ucp_t *u, int rank, gp_mem_t mem, void *sbuf,
     return st;
 }
 
+/* the settling ping-pongs of a run whose first size is SIZE: at most
+ * REQUESTED, and at most 1 GiB each way (at least 16): 20000 ping-pongs suit
+ * a sweep that starts at 1 B, but of 16 MiB they take minutes (a re-measured
+ * 16 MiB size ran past its time limit on the GPU, run 38). Both ranks compute
+ * the same count from the same arguments. */
+static int settle_iters(int requested, size_t size)
+{
+    const size_t budget = (size_t)1 << 30;
+    const size_t cap = size > 0 ? budget / size : budget;
+    if (requested <= 0) {
+        return 0;
+    }
+    if (cap < 16) {
+        return requested < 16 ? requested : 16;
+    }
+    return (size_t)requested < cap ? requested : (int)cap;
+}
+
 static int run_side(const sweep_opts_t *o, int rank, int fd)
 {
     gp_ucp_t us[GP_MAX_MODES];
@@ -326,10 +345,11 @@ static int run_side(const sweep_opts_t *o, int rank, int fd)
     /* settle: the first measurements of a process otherwise depend on the
      * clocks the previous process left the GPU and CPU in */
     const size_t first = o->nsizes ? o->sizes[0] : o->min_size;
+    const int settle = settle_iters(o->settle, first);
     for (int k = 0; k < nctx && !failed; ++k) {
         double l, m;
-        failed = o->settle > 0 &&
-                 pingpong(&us[k], rank, sbuf, rbuf, first, 1, o->settle, 0, NULL, &l, &m) != UCS_OK;
+        failed = settle > 0 &&
+                 pingpong(&us[k], rank, sbuf, rbuf, first, 1, settle, 0, NULL, &l, &m) != UCS_OK;
     }
     int next_idx = 0;
     for (size_t size = o->nsizes ? o->sizes[0] : o->min_size;
