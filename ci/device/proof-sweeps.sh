@@ -6,6 +6,7 @@
 # Each sweep's cache, per-rank UCX logs and work files come back in one
 # tarball ($OUT/proof-sweeps.tgz); a summary of the verdicts ends the log.
 # The session scripts (session*-*.sh) are the record of the runs made so far.
+# PROOF_SWEEPS: which sweeps (default "put get gpu-gpu").
 # PROOF_SWEEP_ARGS: more bench/sweep_paths.sh options (e.g. a simulator
 # topology, to try this script without a GPU).
 set -u
@@ -24,10 +25,11 @@ sweep() {   # sweep NAME LIMIT SCHEME ARGS...  (SCHEME: UCX_RNDV_SCHEME)
     v=$(grep -h "^PASS\|^FAIL" "$OUT/cur.log" | tail -1)
     echo "$name: ${v:-no verdict, see steps.log}" >> "$OUT/verdicts"
 }
+want=" ${PROOF_SWEEPS:-put get gpu-gpu} "
 for ((i = 1; i <= reps; i++)); do
-    sweep put-$i 170 put_zcopy --mem cuda,host
-    sweep get-$i 120 auto --mem cuda,host
-    [ "$ngpu" -lt 2 ] || sweep gpu-gpu-$i 170 auto
+    [[ $want != *" put "* ]] || sweep put-$i 170 put_zcopy --mem cuda,host
+    [[ $want != *" get "* ]] || sweep get-$i 120 auto --mem cuda,host
+    [[ $want != *" gpu-gpu "* ]] || [ "$ngpu" -lt 2 ] || sweep gpu-gpu-$i 170 auto
 done
 echo "=== verdicts"
 cat "$OUT/verdicts"
