@@ -1,5 +1,5 @@
 #!/bin/bash
-# check_show.sh BUILD_DIR SOURCE_DIR -- gdrpipe-calibrate --show on two cache
+# check_show.sh BUILD_DIR SOURCE_DIR -- gdrpipe-calibrate --show on cache
 # files recorded on the H200 machine (bench/results/): the rule the plugin
 # takes from each, and errors for files that are not caches.
 set -u
@@ -22,6 +22,11 @@ expect run36-put2-crossover-cache.txt "404 bytes (direct below, staged from)"
 # run 37: checked in 7 classes; per-class offsets give direct up to the top
 # of the range, where the calibration measured staged faster
 expect run37-put1-crossover-cache.txt "52464873 bytes (direct below, staged from)"
+# runs 39 and 40 (the proof sweeps that passed): the calibration said
+# "staged below 248137 / 212443 bytes"; checked through the peer, the rule
+# the sweep then met the bound with
+expect run39-put1-crossover-cache.txt "38554855 bytes (direct below, staged from)"
+expect run40-put2-crossover-cache.txt "never (direct at every size)"
 # not a cache file / a damaged one / missing: exit 1 with a reason
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
