@@ -62,8 +62,18 @@ static ucs_status_t gdrpipe_shm_iface_query(uct_iface_h tl_iface, uct_iface_attr
     }
 
     attr->latency             = ucs_linear_func_make(iface->latency, 0);
-    attr->bandwidth.dedicated = 0;
-    attr->bandwidth.shared    = iface->bw;
+    /* Dedicated, not shared. UCP divides shared bandwidth by the processes
+     * per node (estimated_num_ppn, which Open MPI sets), and eager and
+     * rendezvous both run on this wire: its automatic rendezvous threshold
+     * (ucp_ep_config_calc_rndv_thresh) then divides a fixed cost by
+     * 1/min(bw/ppn, BCOPY_BW) - 0.99/(bw/ppn), nearly zero. With 2 ranks on
+     * an Intel host (BCOPY_BW 5.8 GB/s) that put it at 47 KB, with 8 ranks
+     * at 44 KB on any host, and device messages of 16 and 32 KiB went eager
+     * (two copies per 8 KiB fragment: 37 and 64 us one-way on the H200 pair,
+     * 11 us by rendezvous). Dedicated: the threshold is the AM bcopy size
+     * whatever the CPU and rank count. */
+    attr->bandwidth.dedicated = iface->bw;
+    attr->bandwidth.shared    = 0;
     attr->overhead            = 10e-9;
     attr->priority            = 0;
     return UCS_OK;

@@ -1,0 +1,22 @@
+#!/bin/bash
+# rndv_thresh.sh EXE PLUGIN: the rendezvous threshold UCP computes for a
+# gdrpipe endpoint stays at the AM bcopy size (at most 16 KiB) whatever the
+# processes per node and the CPU's copy bandwidth estimate (UCX_BCOPY_BW: 5008
+# MB/s on AMD, 5800 MB/s on Intel). It was 47 KB with 2 ranks on Intel and
+# 44 KB with 8 ranks, which sent 16 and 32 KiB device messages eagerly, at 3-6
+# times the rendezvous time on the H200 pair (bench/RESULTS.md, run 42).
+set -u
+exe=$1 plugin=$2
+fail=0
+for bw in 5008MBs 5800MBs; do
+    for ppn in 1 2 8 64; do
+        if out=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_BCOPY_BW=$bw \
+                 UCX_WARN_UNUSED_ENV_VARS=n timeout 60 "$exe" "$ppn" 16384 2>/dev/null); then
+            echo "ok: BCOPY_BW $bw, $out"
+        else
+            echo "FAIL: BCOPY_BW $bw, ${out:-ppn $ppn: error}"
+            fail=1
+        fi
+    done
+done
+exit $fail
