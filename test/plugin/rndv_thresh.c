@@ -5,6 +5,8 @@
  * 1.13 applies to every send of device memory (and to non-blocking sends of
  * host memory). Exit 0 when it is at most MAX bytes, 1 otherwise, 2 on
  * errors. The threshold is printed either way. */
+#include "ucpx.h"
+
 #include <ucp/api/ucp.h>
 
 #include <stdio.h>
@@ -13,20 +15,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int full_io(int fd, void *buf, size_t len, int wr)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = wr ? write(fd, p, len) : read(fd, p, len);
-        if (n <= 0) {
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 /* the size from which "tag_send:" switches to <rndv>; SIZE_MAX if never */
 static size_t parse_rndv(const char *info)
@@ -76,9 +64,9 @@ static int run(int fd, int ppn, int printer, size_t *thresh)
         goto out_worker;
     }
     void *remote = NULL;
-    if (full_io(fd, &len, sizeof(len), 1) || full_io(fd, addr, len, 1) ||
-        full_io(fd, &rlen, sizeof(rlen), 0) || (remote = malloc(rlen)) == NULL ||
-        full_io(fd, remote, rlen, 0)) {
+    if (gp_fd_write(fd, &len, sizeof(len)) || gp_fd_write(fd, addr, len) ||
+        gp_fd_read(fd, &rlen, sizeof(rlen)) || (remote = malloc(rlen)) == NULL ||
+        gp_fd_read(fd, remote, rlen)) {
         goto out_addr;
     }
     ucp_ep_params_t eparams = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
@@ -103,8 +91,7 @@ static int run(int fd, int ppn, int printer, size_t *thresh)
         }
     }
     /* both sides keep their endpoint until both have printed */
-    char c = 0;
-    if (full_io(fd, &c, 1, 1) || full_io(fd, &c, 1, 0)) {
+    if (gp_fd_barrier(fd) != 0) {
         rc = 2;
     }
     ucp_ep_destroy(ep);
