@@ -33,4 +33,9 @@ if err=$(GDRPIPE_PLUGIN="$tmp/missing.so" sh "$run" true 2>&1); then
 else
     check "missing plugin refused" "gdrpipe-run: plugin not found: $tmp/missing.so (set GDRPIPE_PLUGIN)" "$err"
 fi
+# no command: the header comment as help (every line of it, nothing after), exit 2
+help=$(GDRPIPE_PLUGIN="$plugin" sh "$run" 2>&1)
+check "help exits 2" 2 "$?"
+check "help lists the threshold it sets" 1 "$(grep -c '^  UCX_RNDV_SEND_NBR_THRESH' <<<"$help")"
+check "help ends with the header" "them too." "$(tail -n 1 <<<"$help")"
 exit $fail
