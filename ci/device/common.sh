@@ -1,6 +1,16 @@
-# common.sh -- sourced by the GPU-machine scripts of ci/device/: the bundled
-# Debian Open MPI/UCX, the build carried in .device/, the log folder, and
-# step(), which runs one check with a time limit and keeps its log.
+# common.sh -- sourced by the GPU-machine scripts of ci/device/ (bench.sh,
+# proof-sweeps.sh) from the repository root: the bundled Debian Open MPI/UCX,
+# the build carried in .device/, the log folder, and step(), which runs one
+# check with a time limit and keeps its log.
+# shellcheck shell=bash disable=SC2034
+for need in .device/bundle/env.sh .device/build/plugin/libuct_gdrpipe.so; do
+    if [ ! -e "$need" ]; then
+        echo "ci/device: $PWD/$need is missing: build .device/ with ci/device/build.sh on Debian 12" \
+            "and carry .device/bundle and .device/build (shared/device/README.md)" >&2
+        exit 2
+    fi
+done
+# shellcheck source=/dev/null
 . .device/bundle/env.sh
 B=$PWD/.device/build
 P=$B/plugin/libuct_gdrpipe.so
@@ -8,30 +18,32 @@ OUT=${OUT:-/tmp/gdrpipe-out}
 mkdir -p "$OUT"
 export UCX_WARN_UNUSED_ENV_VARS=n
 fails=0
-step() {   # step NAME TIMEOUT CMD...  (TAIL lines of output are echoed)
+step() {   # step NAME TIMEOUT CMD...  (the last $TAIL lines of output are echoed)
     local name=$1 t=$2; shift 2
     echo "=== $name"
     local s=$SECONDS
     timeout --kill-after=5 "$t" "$@" > "$OUT/cur.log" 2>&1
     local rc=$?
     # no process of a timed-out step may stay: the ranks of a killed sweep
-    # would keep polling on the cores the next step pins its ranks to (most
-    # likely what made the steps after a time-out in runs 29 and 37 measure
-    # 10-15 ms staged transfers)
+    # would keep polling on the cores the next step pins its ranks to, and
+    # slow its transfers to the scheduler's time slices
     [ $rc -lt 124 ] || pkill -9 -f "$B/" 2>/dev/null
-    cat "$OUT/cur.log" >> "$OUT/steps.log"
-    tail -n "${TAIL:-3}" "$OUT/cur.log"
-    echo "=== $name: rc=$rc ($((SECONDS - s)) s)"
+    { echo "=== $name"; cat "$OUT/cur.log"; } >> "$OUT/steps.log"
+    [ "${TAIL:-3}" -eq 0 ] || tail -n "${TAIL:-3}" "$OUT/cur.log"
+    echo "=== $name: rc=$rc ($((SECONDS - s)) s)" | tee -a "$OUT/steps.rc"
     [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -E "FAIL|ERROR" "$OUT/cur.log" | head -3; }
 }
 # the real driver (tests that load it by path) and the verifiers
-REAL=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
+REAL=
+for f in /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1; do
+    [ -n "$REAL" ] || [ ! -e "$f" ] || REAL=$f
+done
 V=$B/test/integration/ucp_verify
 M=$B/test/integration/mpi_verify
-# the MPI benchmark command lines of bench/RESULTS.md (2 ranks, one GPU each)
-MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx --mca btl ^vader,tcp,openib,uct"
-GP="-x LD_PRELOAD=$P -x UCX_TLS=gdrpipe,self"
-PUT="-x UCX_RNDV_SCHEME=put_zcopy"
-LAT="$B/bench/gdrpipe_latency -d cuda -i 1000 -x 100 -m 0:4M D D"
-BW="$B/bench/gdrpipe_bw -d cuda -i 20 -x 2 -m 64K:64M D D"
-BIBW="$B/bench/gdrpipe_bibw -d cuda -i 20 -x 2 -m 64K:64M D D"
+# the MPI command line of bench/RESULTS.md: 2 ranks (rank r on GPU r when
+# there are two), bound to cores, only pml ucx carrying data
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ucx
+    --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx --mca btl "^vader,tcp,openib,uct")
+GP=(-x "LD_PRELOAD=$P" -x "UCX_TLS=gdrpipe,self")
+# a process of its own through the plugin (UCP programs)
+PRE=(env "LD_PRELOAD=$P" "UCX_TLS=gdrpipe,self")

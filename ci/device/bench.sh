@@ -1,0 +1,270 @@
+#!/bin/bash
+# bench.sh [SECTION...] -- the GPU-machine run of gdrpipe: correctness on the
+# real GPU, the physical reference, the benchmarks, and their tables.
+#
+# Run on the GPU machine (1 or 2 x H200) from the repository root, with
+# .device/bundle (the Debian Open MPI / UCX bundle) and .device/build (a
+# release build) carried along; ci/device/build.sh makes both on Debian 12
+# (shared/device/README.md). .device/gpu-hooks is used when present.
+#
+# Sections (arguments, else $BENCH_SECTIONS, else "check physref mpi ucp calib"):
+#   check    ucp_verify / mpi_verify with device buffers (both data paths,
+#            protocols v1 and v2, pool and re-allocated memory, buffers
+#            allocated before MPI_Init), the unit tests that load the real
+#            driver, the free interception of a static-cudart program, the
+#            rendezvous threshold under Open MPI's parameters
+#   physref  gdrpipe_physref (the CUDA driver alone: what the hardware does),
+#            gdrpipe_hotpath_bench, cache_bench
+#   mpi      gdrpipe_latency / _bw / _bibw through the plugin: device buffers
+#            (D D with UCX's defaults and with gdrpipe-run's settings, D H,
+#            H D, the staged path forced), host buffers against UCX's own
+#            shared-memory transports
+#   ucp      gdrpipe_ucp_sweep: UCP ping-pong per size, direct / staged / auto
+#            timed side by side in the same two processes
+#   calib    gdrpipe-calibrate for each pair of this machine (GPU <-> GPU,
+#            host <-> GPU), the plots, and the rule the plugin takes from each
+#   sweeps   the proof sweeps (ci/device/proof-sweeps.sh, $SWEEP_REPS times)
+#   osu      the OSU micro-benchmarks osu_latency / osu_bw / osu_bibw (D D)
+#            through the plugin; needs OSU_DIR, a folder holding already built
+#            OSU binaries for this MPI (this script never builds them)
+#   all      every section above (osu only with OSU_DIR)
+#
+# Environment:
+#   OUT          where the logs go (default /tmp/gdrpipe-out): steps.log (every
+#                step's output), tables.txt (the tables printed at the end),
+#                one log per benchmark, calibration caches and plots
+#   OSU_DIR      OSU micro-benchmarks binaries (searched for osu_latency)
+#   SWEEP_REPS   how often each proof sweep runs (default 1)
+#   BENCH_ITERS  timed iterations of the MPI latency runs (default 1000)
+# Exit status: the number of failed steps; 2 when this is not a GPU machine or
+# .device/ is missing.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+# shellcheck source=ci/device/common.sh
+. ci/device/common.sh
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    echo "bench.sh: no NVIDIA GPU visible (nvidia-smi -L lists none); run it on the GPU machine" >&2
+    exit 2
+fi
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+
+if [ $# -gt 0 ]; then
+    sections=" $* "
+else
+    sections=" ${BENCH_SECTIONS:-check physref mpi ucp calib} "
+fi
+[[ $sections != *" all "* ]] || sections=" check physref mpi ucp calib sweeps osu "
+for s in $sections; do
+    case $s in
+    check | physref | mpi | ucp | calib | sweeps | osu) ;;
+    *) echo "bench.sh: unknown section '$s' (check physref mpi ucp calib sweeps osu all)" >&2; exit 2 ;;
+    esac
+done
+want() { [[ $sections == *" $1 "* ]]; }
+
+# one log per benchmark, kept for the tables at the end
+bench() {   # bench NAME LIMIT CMD...
+    local name=$1
+    TAIL=${TAIL:-0} step "$@"
+    cp "$OUT/cur.log" "$OUT/$name.log"
+}
+# table TITLE COLUMN=LOG...: the benchmarks' "size value" lines side by side
+table() {
+    local title=$1 c f names='' files='' logs=()
+    shift
+    for c in "$@"; do
+        f=$OUT/${c#*=}.log
+        names+="${c%%=*}|"
+        files+="$f|"
+        [ ! -s "$f" ] || logs+=("$f")
+    done
+    echo
+    echo "## $title"
+    [ ${#logs[@]} -gt 0 ] || { echo "(no results)"; return; }
+    awk -v names="$names" -v files="$files" '
+        BEGIN { n = split(names, name, "|") - 1; split(files, file, "|")
+                for (i = 1; i <= n; i++) col_of[file[i]] = i }
+        FNR == 1 { col = col_of[FILENAME] }
+        /^[0-9]+[ \t]+[0-9.]+[ \t]*$/ { v[$1, col] = $2; if (!($1 in seen)) { seen[$1] = 1; size[++m] = $1 } }
+        END {
+            printf "| size (B) |"; for (i = 1; i <= n; i++) printf " %s |", name[i]; printf "\n|---|"
+            for (i = 1; i <= n; i++) printf "---|"; printf "\n"
+            for (j = 1; j <= m; j++) for (k = j + 1; k <= m; k++) if (size[k] + 0 < size[j] + 0) { t = size[j]; size[j] = size[k]; size[k] = t }
+            for (j = 1; j <= m; j++) {
+                printf "| %s |", size[j]
+                for (i = 1; i <= n; i++) printf " %s |", ((size[j], i) in v) ? v[size[j], i] : ""
+                printf "\n"
+            }
+        }' "${logs[@]}"
+}
+: > "$OUT/tables.txt"
+: > "$OUT/steps.rc"
+tables() { table "$@" | tee -a "$OUT/tables.txt"; }
+
+{
+    date -u
+    nvidia-smi -L
+    nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1
+    lscpu | grep -E "Model name|^CPU\(s\)"
+    ucx_info -v | head -1
+    git log -1 --format="gdrpipe commit %h (%cs)" 2>/dev/null || true
+    echo "sections:$sections"
+} | tee "$OUT/machine.txt"
+
+RUNMPI=test/integration/run-mpi.sh
+# gdrpipe-run's settings (plugin/gdrpipe-run.in): put scheme, host sends by
+# rendezvous from 32 KiB
+RUNSET=(-x UCX_RNDV_SCHEME=put_zcopy -x UCX_RNDV_SEND_NBR_THRESH=32k)
+SM=(-x "UCX_TLS=posix,cma,self")
+export UCX_GDRPIPE_CALIB_DIR=$OUT/calib-plugin
+
+if want check; then
+    TAIL=20 step info 30 "$B/tools/gdrpipe-info"
+    if [ -x .device/gpu-hooks/static_cudart_frees ]; then
+        step static-cudart-frees 60 .device/gpu-hooks/static_cudart_frees
+    else
+        echo "=== static-cudart-frees: skipped (.device/gpu-hooks not carried)"
+    fi
+    # the unit tests that run on the real driver (simulator-only cases skip)
+    step gpudirect-real-driver 60 env UCX_GDRPIPE_CUDA_LIB="$REAL" "$B/test/unit/cuda/test_cuda_sim" "[gpudirect]"
+    step pipeline-unit 150 env UCX_GDRPIPE_CUDA_LIB="$REAL" "$B/test/unit/pipeline/test_pipeline"
+    step chunk-pipe-unit 60 env UCX_GDRPIPE_CUDA_LIB="$REAL" GDRPIPE_SIM_DEVICES=2 "$B/test/unit/pipeline/test_chunk_pipe"
+    step rdma-unit 120 env UCX_GDRPIPE_CUDA_LIB="$REAL" "$B/test/unit/rdma/unit_rdma"
+    # UCP, two processes
+    step ucp-v1 150 "${PRE[@]}" "$V" -d cuda --max 64M
+    step ucp-v2 150 "${PRE[@]}" UCX_PROTO_ENABLE=y "$V" -d cuda --max 64M
+    for p in direct staged; do
+        step ucp-$p 200 "${PRE[@]}" UCX_GDRPIPE_PATH=$p "$V" -d cuda --max 64M --realloc
+        step ucp-$p-v2 200 "${PRE[@]}" UCX_PROTO_ENABLE=y UCX_GDRPIPE_PATH=$p "$V" -d cuda --max 16M
+    done
+    step ucp-alloc-before 100 "${PRE[@]}" "$V" -d cuda --alloc-before --max 16M
+    step ucp-memtest 60 "${PRE[@]}" "$V" -d cuda --memtest-crash
+    step ucp-pool-direct 150 "${PRE[@]}" UCX_GDRPIPE_PATH=direct bash test/integration/expect-path.sh direct \
+        "$V" -d cuda --cuda-alloc pool --max 64M --realloc
+    step ucp-pool-default-staged 60 "${PRE[@]}" UCX_GDRPIPE_PATH=direct bash test/integration/expect-path.sh fallback \
+        "$V" -d cuda --cuda-alloc async --max 16M --realloc
+    step ucp-vmm-direct 120 "${PRE[@]}" UCX_GDRPIPE_PATH=direct bash test/integration/expect-path.sh direct \
+        "$V" -d cuda --cuda-alloc vmm --max 16M --realloc
+    # MPI, Open MPI's pml ucx
+    export RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self
+    if [ "$ngpu" -ge 2 ]; then
+        step mpi-2gpu-1g 300 $RUNMPI "$M" -d cuda --max 1G --realloc
+        step mpi-2gpu-put 200 env UCX_RNDV_SCHEME=put_zcopy $RUNMPI "$M" -d cuda --max 256M --realloc
+        step mpi-4ranks 120 env RUN_MPI_NP=4 $RUNMPI "$M" -d cuda --max 16M --realloc
+    fi
+    step mpi-1gpu 200 $RUNMPI "$M" -d cuda -G 0 --max 64M --realloc
+    step mpi-staged-put 200 env UCX_GDRPIPE_PATH=staged UCX_RNDV_SCHEME=put_zcopy $RUNMPI "$M" -d cuda --max 256M --realloc
+    step mpi-alloc-before 100 $RUNMPI "$M" -d cuda --alloc-before --max 16M
+    step mpi-host 120 $RUNMPI "$M" -d host --max 16M
+    step mpi-gdrpipe-run-settings 120 env UCX_RNDV_SCHEME=put_zcopy UCX_RNDV_SEND_NBR_THRESH=32k \
+        $RUNMPI "$M" -d cuda --max 16M
+    unset RUN_MPI_PRELOAD UCX_TLS
+    # UCP's rendezvous threshold with Open MPI's context parameters
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    TAIL=4 step rndv-thresh 60 bash -c 'for ppn in 2 8; do "$@" "$ppn" 16384 || exit 1; done' rndv-thresh "${PRE[@]}" "$B/test/plugin/rndv_thresh"
+fi
+
+if want physref; then
+    TAIL=60 step physref 240 "$B/bench/gdrpipe_physref" -i 1000
+    TAIL=20 step hotpath 60 "$B/bench/gdrpipe_hotpath_bench" 20000
+    TAIL=16 step cache-bench 60 "$B/bench/cache/cache_bench"
+fi
+
+if want mpi; then
+    it=${BENCH_ITERS:-1000}
+    LAT=("$B/bench/gdrpipe_latency" -d cuda -i "$it" -x 100 -m 1:4M)
+    BW=("$B/bench/gdrpipe_bw" -d cuda -i 20 -x 2 -m 1:64M)
+    BIBW=("$B/bench/gdrpipe_bibw" -d cuda -i 20 -x 2 -m 1:64M)
+    bench lat-DD 120 "${MPIRUN[@]}" "${GP[@]}" "${LAT[@]}" D D
+    bench lat-DD-run 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${LAT[@]}" D D
+    bench bw-DD 120 "${MPIRUN[@]}" "${GP[@]}" "${BW[@]}" D D
+    bench bw-DD-run 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${BW[@]}" D D
+    bench bibw-DD 120 "${MPIRUN[@]}" "${GP[@]}" "${BIBW[@]}" D D
+    bench bibw-DD-run 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${BIBW[@]}" D D
+    bench bw-DD-staged 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" -x UCX_GDRPIPE_PATH=staged "${BW[@]}" D D
+    bench bibw-DD-staged 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" -x UCX_GDRPIPE_PATH=staged "${BIBW[@]}" D D
+    for pl in DH HD; do
+        bench "lat-$pl-run" 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${LAT[@]}" "${pl:0:1}" "${pl:1:1}"
+        bench "bw-$pl-run" 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${BW[@]}" "${pl:0:1}" "${pl:1:1}"
+    done
+    HLAT=("$B/bench/gdrpipe_latency" -d host -i 2000 -x 200 -m 1:4M)
+    HBW=("$B/bench/gdrpipe_bw" -d host -i 30 -x 5 -m 1:16M)
+    HBIBW=("$B/bench/gdrpipe_bibw" -d host -i 30 -x 5 -m 1:16M)
+    bench lat-HH-run 60 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${HLAT[@]}"
+    bench lat-HH-sm 60 "${MPIRUN[@]}" "${SM[@]}" "${HLAT[@]}"
+    bench bw-HH-run 90 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${HBW[@]}"
+    bench bw-HH-sm 90 "${MPIRUN[@]}" "${SM[@]}" "${HBW[@]}"
+    bench bibw-HH-run 90 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${HBIBW[@]}"
+    bench bibw-HH-sm 90 "${MPIRUN[@]}" "${SM[@]}" "${HBIBW[@]}"
+fi
+
+if want ucp; then
+    U=$B/bench/gdrpipe_ucp_sweep
+    # UCP latency and bandwidth per size, the plugin's own choice of path
+    TAIL=30 step ucp-gpu-gpu 180 "${PRE[@]}" "$U" -d cuda -m 1:64M
+    TAIL=30 step ucp-gpu-host 180 "${PRE[@]}" "$U" -d cuda,host -m 1:64M
+    # direct, staged and auto timed side by side in the same two processes,
+    # ranks pinned as in the proof sweeps (median one-way µs per size)
+    T=(-T -M "direct,staged,auto" -i 20 -x 2 -w 2000 -S "1,1K,4K,16K,64K,256K,1M,4M,16M,64M")
+    TAIL=14 step ucp-modes-gpu-gpu 180 "${PRE[@]}" GP_SWEEP_CPUS=2,3 "$U" "${T[@]}" -d cuda
+    TAIL=14 step ucp-modes-gpu-host 180 "${PRE[@]}" GP_SWEEP_CPUS=2,3 "$U" "${T[@]}" -d cuda,host
+    TAIL=14 step ucp-modes-host-gpu-put 180 "${PRE[@]}" GP_SWEEP_CPUS=2,3 UCX_RNDV_SCHEME=put_zcopy "$U" "${T[@]}" -d cuda,host
+fi
+
+if want calib; then
+    C=$B/tools/calibrate/gdrpipe-calibrate
+    pairs=("-a 0 -b host" "-a host -b 0")
+    [ "$ngpu" -lt 2 ] || pairs=("-a 0 -b 1" "${pairs[@]}")
+    for pair in "${pairs[@]}"; do
+        tag=$(echo "$pair" | tr -d ' -')
+        # shellcheck disable=SC2086
+        TAIL=16 step "calibrate-$tag" 120 "$C" $pair --force -q --cache-dir "$OUT/calib" --svg "$OUT/crossover-$tag.svg"
+    done
+    TAIL=40 step calibrate-show 30 "$C" --show "$OUT"/calib/crossover-*.txt
+fi
+
+if want sweeps; then
+    echo "=== proof sweeps (ci/device/proof-sweeps.sh ${SWEEP_REPS:-1})"
+    if OUT=$OUT/sweeps bash ci/device/proof-sweeps.sh "${SWEEP_REPS:-1}"; then :; else fails=$((fails + 1)); fi
+fi
+
+if want osu; then
+    if [ -z "${OSU_DIR:-}" ]; then
+        echo "=== osu: skipped (set OSU_DIR to a folder with built OSU micro-benchmarks)"
+    else
+        osu() { find "$OSU_DIR" -name "$1" -type f -perm -u+x 2>/dev/null | head -1; }
+        for b in osu_latency osu_bw osu_bibw; do
+            x=$(osu $b)
+            if [ -z "$x" ]; then
+                echo "=== $b: not found under $OSU_DIR"
+                fails=$((fails + 1))
+                continue
+            fi
+            bench $b-DD 180 "${MPIRUN[@]}" "${GP[@]}" "$x" -d cuda D D
+            bench $b-DD-run 180 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "$x" -d cuda D D
+        done
+    fi
+fi
+
+# the tables
+if want mpi; then
+    tables "MPI latency, device buffers, µs (UCX defaults / gdrpipe-run's settings)" \
+        "D D=lat-DD" "D D run=lat-DD-run" "D H run=lat-DH-run" "H D run=lat-HD-run"
+    tables "MPI bandwidth, device buffers, MB/s" \
+        "bw D D=bw-DD" "bw D D run=bw-DD-run" "bw D H run=bw-DH-run" "bw H D run=bw-HD-run" \
+        "staged bw=bw-DD-staged" "bibw D D=bibw-DD" "bibw D D run=bibw-DD-run" "staged bibw=bibw-DD-staged"
+    tables "MPI host buffers: gdrpipe (gdrpipe-run's settings) against posix,cma (latency µs, bandwidth MB/s)" \
+        "lat gdrpipe=lat-HH-run" "lat sm=lat-HH-sm" "bw gdrpipe=bw-HH-run" "bw sm=bw-HH-sm" \
+        "bibw gdrpipe=bibw-HH-run" "bibw sm=bibw-HH-sm"
+fi
+if want osu && [ -n "${OSU_DIR:-}" ]; then
+    tables "OSU micro-benchmarks, D D (latency µs, bandwidth MB/s; UCX defaults / gdrpipe-run's settings)" \
+        "osu_latency=osu_latency-DD" "osu_latency run=osu_latency-DD-run" "osu_bw=osu_bw-DD" \
+        "osu_bw run=osu_bw-DD-run" "osu_bibw=osu_bibw-DD" "osu_bibw run=osu_bibw-DD-run"
+fi
+echo
+echo "## steps"
+cat "$OUT/steps.rc" 2>/dev/null
+echo "=== failed steps: $fails (logs in $OUT)"
+exit "$fails"
