@@ -270,7 +270,7 @@ static ucs_status_t verify_size(gp_ucp_t *u, int rank, gp_mem_t mem, void *sbuf,
 /* the settling ping-pongs of a run whose first size is SIZE: at most
  * REQUESTED, and at most 1 GiB each way (at least 16): 20000 ping-pongs suit
  * a sweep that starts at 1 B, but of 16 MiB they take minutes (a re-measured
- * 16 MiB size ran past its time limit on the GPU, run 38). Both ranks compute
+ * 16 MiB size ran past a 170 s time limit on the GPU). Both ranks compute
  * the same count from the same arguments. */
 static int settle_iters(int requested, size_t size)
 {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # build.sh -- on Debian 12: build everything the GPU machine runs into
-# .device/ (ignored by git, carried by the device tool): the Debian Open MPI /
+# .device/ (ignored by git, carried to the GPU machine): the Debian Open MPI /
 # UCX bundle (shared/device/mkbundle.sh), a release build of gdrpipe with its
 # tests and benchmarks, and the static-cudart hook check.
 set -euo pipefail

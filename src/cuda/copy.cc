@@ -35,7 +35,7 @@ Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceMan
     // VMM memory may still be in flight). Everywhere else cuMemcpy returns
     // early and would need a legacy-stream wait, which measured slower than
     // an async copy plus a stream synchronize on the H200 pair (gdrpipe_physref
-    // "single", session 3: H2D pageable 8 B 9.1 against 7.2 us).
+    // "single": H2D pageable 8 B 9.1 against 7.2 us).
     *sync_api = di.kind == MemKind::host && si.kind != MemKind::host;
     *dst_device = di.kind != MemKind::host;
     if (di.kind != MemKind::host) {

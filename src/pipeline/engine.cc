@@ -431,7 +431,7 @@ struct XferEngine::Impl {
         // copies through the synchronous driver copy, which must then also
         // wait for the legacy stream (cuMemcpy returns before a D2D copy
         // lands); measured slower than an async copy plus event on the H200
-        // pair (gdrpipe_physref "single", session 3), kept as an option
+        // pair (gdrpipe_physref "single"), kept as an option
         if (x->len <= cfg.sync_copy_max && x->mem.segs.size() == 1 &&
             x->mem.segs[0].dev >= 0) {
             const LocalSeg &s = x->mem.segs[0];

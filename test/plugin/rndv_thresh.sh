@@ -4,7 +4,7 @@
 # processes per node and the CPU's copy bandwidth estimate (UCX_BCOPY_BW: 5008
 # MB/s on AMD, 5800 MB/s on Intel). It was 47 KB with 2 ranks on Intel and
 # 44 KB with 8 ranks, which sent 16 and 32 KiB device messages eagerly, at 3-6
-# times the rendezvous time on the H200 pair (bench/RESULTS.md, run 42).
+# times the rendezvous time on the H200 pair (bench/RESULTS.md).
 set -u
 exe=$1 plugin=$2
 fail=0

@@ -34,8 +34,8 @@ struct CopyOptions {
     // before device-to-device and pageable host-to-device copies land, so
     // copy() then also synchronizes the legacy stream when the destination
     // is (or may be) device memory: it returns once the data has landed.
-    // (Session 2 measured this mode "up to 2 us faster" by timing cuMemcpy's
-    // return only: wrong; with the wait it is slower.) With device < 0 copy()
+    // (Timing cuMemcpy's return alone makes this mode look faster; with the
+    // wait it is slower.) With device < 0 copy()
     // decides by itself: device to host only, where cuMemcpy is synchronous.
     bool sync_api = false;
 };

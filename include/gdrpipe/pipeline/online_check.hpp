@@ -45,10 +45,10 @@ struct SizeRule {
 // (ascending by size): each class's offset at its sample size, linear in
 // log2(size) between neighbouring classes, held constant below the first
 // and above the last; 0 without classes. Each class stands for itself: a
-// trend fitted over all classes (sessions 4-5) bent where the offsets are
-// not linear in the size (host -> GPU puts on the H200 machine: a staged
-// window at 0.4-2.3 MB opened in three of five caches of session 6 where
-// direct was 10 % faster); a class measured off is handled by the rule
+// trend fitted over all classes bent where the offsets are not linear in
+// the size (host -> GPU puts on the H200 machine: a staged window at
+// 0.4-2.3 MB opened in three of five caches where direct was 10 %
+// faster); a class measured off is handled by the rule
 // instead (kLoneClasses).
 double class_offset(const std::vector<model::OnlineClass> &classes, model::Path p, std::size_t bytes);
 
@@ -76,9 +76,9 @@ inline constexpr double kTopMargin = 0.05;
 inline constexpr double kSwitchGain = 0.03;
 // A window of one path needs this many checked classes inside it when as
 // many outside it say otherwise: one class measured off (one process, one
-// buffer, its first transfers) must not switch the path around it (run 18:
-// the 256 KiB class of GPU -> host came out 8 us the other way and opened
-// a staged window at 200-510 KB where direct was faster).
+// buffer, its first transfers) must not switch the path around it (on the
+// H200 machine the 256 KiB class of GPU -> host came out 8 us the other
+// way and opened a staged window at 200-510 KB where direct was faster).
 inline constexpr int kLoneClasses = 2;
 
 // The sampling state of one pair (not thread-safe: one engine's thread).
@@ -117,7 +117,7 @@ public:
     static constexpr std::size_t kMinBytes = 4096;
     // The band reaches at least this high. One point measured far off can
     // pull the calibration's threshold to a few hundred bytes: on the H200
-    // machine (run 36, host -> GPU put) the in-process direct copy of 64 KiB
+    // machine (host -> GPU put) the in-process direct copy of 64 KiB
     // took 29 us against 16 us staged, the single threshold that fitted the
     // table best was "staged from 404 B", kBand x 404 lay below kMinBytes, so
     // nothing was checked and auto staged every message (1.15-1.7 x direct).

@@ -134,10 +134,10 @@ TEST_CASE("corrected rule: the usual form moves up by the staged overhead", "[pi
 }
 
 TEST_CASE("corrected rule: a gap that depends on the size", "[pipeline][online]") {
-    // the H200 GPU -> host memory case, through the plugin (run 18): in-process
+    // the H200 GPU -> host memory case, through the plugin: in-process
     // staged wins below ~221 KiB, but through the peer staged costs about
     // 16 us more than direct at 16 KiB, level at 1 MiB; and the 256 KiB class
-    // of that run came out 8 us the other way
+    // of one check came out 8 us the other way
     const PathFit d = linear(11.1e-6, 12.8e9), s = linear(8.4e-6, 8.59e9);
     std::vector<OnlineClass> gpu_host;
     const double dd[] = {5.2e-6, 5.9e-6, 10.9e-6, 18.3e-6, 25.2e-6, 21.6e-6, 30.4e-6};
@@ -171,7 +171,7 @@ TEST_CASE("corrected rule: a gap that depends on the size", "[pipeline][online]"
 }
 
 TEST_CASE("corrected rule: the top of the range follows the calibration's measurement", "[pipeline][online]") {
-    // host -> GPU on the H200 machine (run 23): the linear fits say direct
+    // host -> GPU on the H200 machine: the linear fits say direct
     // at 64 MiB, the measurement says staged by 14 %; classes checked up to 1 MiB
     const PathFit d = linear(7.3e-6, 11.4e9), s = linear(7.2e-6, 9.0e9);
     const std::vector<OnlineClass> classes = {cls(64 * kKiB, 10e-6, 15e-6), cls(kMiB, 20e-6, 30e-6)};
@@ -204,20 +204,20 @@ TEST_CASE("corrected rule: the top of the range follows the calibration's measur
 }
 
 TEST_CASE("corrected rule: a window where the curves only touch is not taken", "[pipeline][online]") {
-    // host -> GPU on the H200 machine, run 28's cache: the corrected curves
+    // host -> GPU on the H200 machine, from a recorded cache: the corrected curves
     // touch at 1 MiB (128.8 against 128.6 us), which opened a staged window
     // of 2 % of the size around it; through the plugin direct was 8 % faster
     const PathFit d = linear(6.367e-6, 12.998e9), s = linear(6.345e-6, 10.672e9);
-    std::vector<OnlineClass> run28 = {cls(16 * kKiB, 6.6e-6, 20.4e-6),  cls(32 * kKiB, 8.1e-6, 17.0e-6),
-                                      cls(64 * kKiB, 17.9e-6, 13.8e-6), cls(128 * kKiB, 7.2e-6, 10.5e-6),
-                                      cls(256 * kKiB, 10.5e-6, 10.2e-6), cls(512 * kKiB, 29.5e-6, 40.3e-6),
-                                      cls(kMiB, 52.0e-6, 52.9e-6)};
-    CHECK(corrected_rule(d, s, run28, k64M) == SizeRule::single(kNever, Path::direct));
+    std::vector<OnlineClass> touching = {cls(16 * kKiB, 6.6e-6, 20.4e-6),  cls(32 * kKiB, 8.1e-6, 17.0e-6),
+                                         cls(64 * kKiB, 17.9e-6, 13.8e-6), cls(128 * kKiB, 7.2e-6, 10.5e-6),
+                                         cls(256 * kKiB, 10.5e-6, 10.2e-6), cls(512 * kKiB, 29.5e-6, 40.3e-6),
+                                         cls(kMiB, 52.0e-6, 52.9e-6)};
+    CHECK(corrected_rule(d, s, touching, k64M) == SizeRule::single(kNever, Path::direct));
     // a window where staged is clearly cheaper stays: the 512 KiB and 1 MiB
     // classes 30 us cheaper staged (one class alone: kLoneClasses)
-    run28[5].staged_s -= 30e-6;
-    run28.back().staged_s -= 30e-6;
-    const SizeRule wide = corrected_rule(d, s, run28, k64M);
+    touching[5].staged_s -= 30e-6;
+    touching.back().staged_s -= 30e-6;
+    const SizeRule wide = corrected_rule(d, s, touching, k64M);
     CHECK_FALSE(wide.bounds.empty());
     CHECK(wide.path_for(kMiB) == Path::staged);
 }
@@ -258,19 +258,19 @@ TEST_CASE("online check: per size class, idle starts only, both paths", "[pipeli
 }
 
 TEST_CASE("corrected rule: one class measured the other way does not switch around it", "[pipeline][online]") {
-    // host -> GPU put on the H200 machine, run 35's first cache: the 64 KiB
+    // host -> GPU put on the H200 machine, from a recorded cache: the 64 KiB
     // class had staged 2.3 us cheaper; through the plugin direct was faster at
     // 104 KB (22.8 against 26.6 us) and level at 64 KiB
     const PathFit d = linear(6.828e-6, 12.204e9), s = linear(6.855e-6, 9.769e9);
-    std::vector<OnlineClass> run35 = {cls(16 * kKiB, 5.6e-6, 16.2e-6),  cls(32 * kKiB, 5.7e-6, 12.6e-6),
-                                      cls(64 * kKiB, 12.3e-6, 10.0e-6), cls(128 * kKiB, 0.9e-6, 6.6e-6),
-                                      cls(256 * kKiB, 1.2e-6, 1.8e-6),  cls(512 * kKiB, -0.1e-6, 1.6e-6)};
-    const SizeRule r = corrected_rule(d, s, run35, k64M);
-    CHECK(cheaper(d, s, run35, 64 * kKiB) == Path::staged); // the class alone says staged ...
+    std::vector<OnlineClass> one_off = {cls(16 * kKiB, 5.6e-6, 16.2e-6),  cls(32 * kKiB, 5.7e-6, 12.6e-6),
+                                        cls(64 * kKiB, 12.3e-6, 10.0e-6), cls(128 * kKiB, 0.9e-6, 6.6e-6),
+                                        cls(256 * kKiB, 1.2e-6, 1.8e-6),  cls(512 * kKiB, -0.1e-6, 1.6e-6)};
+    const SizeRule r = corrected_rule(d, s, one_off, k64M);
+    CHECK(cheaper(d, s, one_off, 64 * kKiB) == Path::staged); // the class alone says staged ...
     CHECK(r == SizeRule::single(kNever, Path::direct));      // ... the rule does not follow it
     // two neighbouring classes saying so are a window
-    run35[3].direct_s = 12e-6;
-    const SizeRule two = corrected_rule(d, s, run35, k64M);
+    one_off[3].direct_s = 12e-6;
+    const SizeRule two = corrected_rule(d, s, one_off, k64M);
     CHECK(two.path_for(64 * kKiB) == Path::staged);
     CHECK(two.path_for(128 * kKiB) == Path::staged);
     CHECK(two.path_for(512 * kKiB) == Path::direct);
@@ -280,22 +280,22 @@ TEST_CASE("corrected rule: one class measured the other way does not switch arou
 }
 
 TEST_CASE("corrected rule: offsets that are not linear in the size open no window", "[pipeline][online]") {
-    // host -> GPU put on the H200 machine, run 37's first cache: both paths
+    // host -> GPU put on the H200 machine, from a recorded cache: both paths
     // ~33 us over their fits at 1 MiB, 4-6 us at 256-512 KiB. A fixed + per
     // byte trend of the offsets opened a staged window at 609 KB - 1.42 MB;
     // through the plugin direct was 9 % faster at 1 MiB (127.8 against 140.1 us)
     const PathFit d = linear(6.8176e-6, 12.900e9), s = linear(6.5153e-6, 9.3457e9);
-    const std::vector<OnlineClass> run37 = {cls(16 * kKiB, 5.73e-6, 26.14e-6), cls(32 * kKiB, 7.88e-6, 20.13e-6),
-                                            cls(64 * kKiB, 17.14e-6, 18.57e-6), cls(128 * kKiB, 3.87e-6, 14.21e-6),
-                                            cls(256 * kKiB, 5.78e-6, 5.51e-6),  cls(512 * kKiB, 5.81e-6, 3.76e-6),
-                                            cls(kMiB, 32.31e-6, 35.74e-6)};
-    const SizeRule r = corrected_rule(d, s, run37, k64M);
+    const std::vector<OnlineClass> bent = {cls(16 * kKiB, 5.73e-6, 26.14e-6), cls(32 * kKiB, 7.88e-6, 20.13e-6),
+                                           cls(64 * kKiB, 17.14e-6, 18.57e-6), cls(128 * kKiB, 3.87e-6, 14.21e-6),
+                                           cls(256 * kKiB, 5.78e-6, 5.51e-6),  cls(512 * kKiB, 5.81e-6, 3.76e-6),
+                                           cls(kMiB, 32.31e-6, 35.74e-6)};
+    const SizeRule r = corrected_rule(d, s, bent, k64M);
     CHECK(r == SizeRule::single(kNever, Path::direct));
     for (std::size_t n : {600 * kKiB, kMiB, 1400 * kKiB}) CHECK(r.path_for(n) == Path::direct);
 }
 
 TEST_CASE("online check: a crossing measured far below the engine's sizes is still checked", "[pipeline][online]") {
-    // run 36 (H200, host -> GPU put): fits with direct ahead at every size,
+    // H200, host -> GPU put: fits with direct ahead at every size,
     // but one point measured far off made the calibration's threshold
     // "staged from 404 B"; 8 x 404 B lies below the band's first class
     const PathFit d = linear(7.50e-6, 7.64e9), s = linear(7.52e-6, 7.36e9);
