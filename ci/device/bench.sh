@@ -114,7 +114,7 @@ tables() { table "$@" | tee -a "$OUT/tables.txt"; }
 
 RUNMPI=test/integration/run-mpi.sh
 # gdrpipe-run's settings (plugin/gdrpipe-run.in): put scheme, host sends by
-# rendezvous from 32 KiB
+# rendezvous from 32 KiB; the steps that use them end in -gprun
 RUNSET=(-x UCX_RNDV_SCHEME=put_zcopy -x UCX_RNDV_SEND_NBR_THRESH=32k)
 SM=(-x "UCX_TLS=posix,cma,self")
 export UCX_GDRPIPE_CALIB_DIR=$OUT/calib-plugin
@@ -177,25 +177,29 @@ if want mpi; then
     BW=("$B/bench/gdrpipe_bw" -d cuda -i 20 -x 2 -m 1:64M)
     BIBW=("$B/bench/gdrpipe_bibw" -d cuda -i 20 -x 2 -m 1:64M)
     bench lat-DD 120 "${MPIRUN[@]}" "${GP[@]}" "${LAT[@]}" D D
-    bench lat-DD-run 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${LAT[@]}" D D
+    bench lat-DD-gprun 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${LAT[@]}" D D
     bench bw-DD 120 "${MPIRUN[@]}" "${GP[@]}" "${BW[@]}" D D
-    bench bw-DD-run 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${BW[@]}" D D
+    bench bw-DD-gprun 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${BW[@]}" D D
     bench bibw-DD 120 "${MPIRUN[@]}" "${GP[@]}" "${BIBW[@]}" D D
-    bench bibw-DD-run 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${BIBW[@]}" D D
+    bench bibw-DD-gprun 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${BIBW[@]}" D D
     bench bw-DD-staged 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" -x UCX_GDRPIPE_PATH=staged "${BW[@]}" D D
     bench bibw-DD-staged 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" -x UCX_GDRPIPE_PATH=staged "${BIBW[@]}" D D
     for pl in DH HD; do
-        bench "lat-$pl-run" 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${LAT[@]}" "${pl:0:1}" "${pl:1:1}"
-        bench "bw-$pl-run" 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${BW[@]}" "${pl:0:1}" "${pl:1:1}"
+        bench "lat-$pl" 120 "${MPIRUN[@]}" "${GP[@]}" "${LAT[@]}" "${pl:0:1}" "${pl:1:1}"
+        bench "bw-$pl" 120 "${MPIRUN[@]}" "${GP[@]}" "${BW[@]}" "${pl:0:1}" "${pl:1:1}"
+        bench "lat-$pl-gprun" 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${LAT[@]}" "${pl:0:1}" "${pl:1:1}"
+        bench "bw-$pl-gprun" 120 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${BW[@]}" "${pl:0:1}" "${pl:1:1}"
     done
     HLAT=("$B/bench/gdrpipe_latency" -d host -i 2000 -x 200 -m 1:4M)
     HBW=("$B/bench/gdrpipe_bw" -d host -i 30 -x 5 -m 1:16M)
     HBIBW=("$B/bench/gdrpipe_bibw" -d host -i 30 -x 5 -m 1:16M)
-    bench lat-HH-run 60 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${HLAT[@]}"
+    bench lat-HH 60 "${MPIRUN[@]}" "${GP[@]}" "${HLAT[@]}"
+    bench bw-HH 90 "${MPIRUN[@]}" "${GP[@]}" "${HBW[@]}"
+    bench lat-HH-gprun 60 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${HLAT[@]}"
     bench lat-HH-sm 60 "${MPIRUN[@]}" "${SM[@]}" "${HLAT[@]}"
-    bench bw-HH-run 90 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${HBW[@]}"
+    bench bw-HH-gprun 90 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${HBW[@]}"
     bench bw-HH-sm 90 "${MPIRUN[@]}" "${SM[@]}" "${HBW[@]}"
-    bench bibw-HH-run 90 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${HBIBW[@]}"
+    bench bibw-HH-gprun 90 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "${HBIBW[@]}"
     bench bibw-HH-sm 90 "${MPIRUN[@]}" "${SM[@]}" "${HBIBW[@]}"
 fi
 
@@ -242,7 +246,7 @@ if want osu; then
                 continue
             fi
             bench $b-DD 180 "${MPIRUN[@]}" "${GP[@]}" "$x" -d cuda D D
-            bench $b-DD-run 180 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "$x" -d cuda D D
+            bench $b-DD-gprun 180 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "$x" -d cuda D D
         done
     fi
 fi
@@ -250,18 +254,20 @@ fi
 # the tables
 if want mpi; then
     tables "MPI latency, device buffers, µs (UCX defaults / gdrpipe-run's settings)" \
-        "D D=lat-DD" "D D run=lat-DD-run" "D H run=lat-DH-run" "H D run=lat-HD-run"
+        "D D=lat-DD" "D D gdrpipe-run=lat-DD-gprun" "D H=lat-DH" "D H gdrpipe-run=lat-DH-gprun" \
+        "H D=lat-HD" "H D gdrpipe-run=lat-HD-gprun"
     tables "MPI bandwidth, device buffers, MB/s" \
-        "bw D D=bw-DD" "bw D D run=bw-DD-run" "bw D H run=bw-DH-run" "bw H D run=bw-HD-run" \
-        "staged bw=bw-DD-staged" "bibw D D=bibw-DD" "bibw D D run=bibw-DD-run" "staged bibw=bibw-DD-staged"
-    tables "MPI host buffers: gdrpipe (gdrpipe-run's settings) against posix,cma (latency µs, bandwidth MB/s)" \
-        "lat gdrpipe=lat-HH-run" "lat sm=lat-HH-sm" "bw gdrpipe=bw-HH-run" "bw sm=bw-HH-sm" \
-        "bibw gdrpipe=bibw-HH-run" "bibw sm=bibw-HH-sm"
+        "bw D D=bw-DD" "bw D D gdrpipe-run=bw-DD-gprun" "bw D H=bw-DH" "bw D H gdrpipe-run=bw-DH-gprun" \
+        "bw H D=bw-HD" "bw H D gdrpipe-run=bw-HD-gprun" \
+        "staged bw=bw-DD-staged" "bibw D D=bibw-DD" "bibw D D gdrpipe-run=bibw-DD-gprun" "staged bibw=bibw-DD-staged"
+    tables "MPI host buffers: gdrpipe (UCX defaults / gdrpipe-run's settings) against posix,cma (latency µs, bandwidth MB/s)" \
+        "lat gdrpipe=lat-HH" "lat gdrpipe-run=lat-HH-gprun" "lat sm=lat-HH-sm" "bw gdrpipe=bw-HH" "bw gdrpipe-run=bw-HH-gprun" "bw sm=bw-HH-sm" \
+        "bibw gdrpipe-run=bibw-HH-gprun" "bibw sm=bibw-HH-sm"
 fi
 if want osu && [ -n "${OSU_DIR:-}" ]; then
     tables "OSU micro-benchmarks, D D (latency µs, bandwidth MB/s; UCX defaults / gdrpipe-run's settings)" \
-        "osu_latency=osu_latency-DD" "osu_latency run=osu_latency-DD-run" "osu_bw=osu_bw-DD" \
-        "osu_bw run=osu_bw-DD-run" "osu_bibw=osu_bibw-DD" "osu_bibw run=osu_bibw-DD-run"
+        "osu_latency=osu_latency-DD" "osu_latency gdrpipe-run=osu_latency-DD-gprun" "osu_bw=osu_bw-DD" \
+        "osu_bw gdrpipe-run=osu_bw-DD-gprun" "osu_bibw=osu_bibw-DD" "osu_bibw gdrpipe-run=osu_bibw-DD-gprun"
 fi
 echo
 echo "## steps"
