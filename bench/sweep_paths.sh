@@ -29,11 +29,22 @@
 #   --calib-dir D    calibration cache (default: a fresh temporary directory)
 #   --mem TYPES      buffers (gdrpipe_ucp_sweep -d): cuda (default), or per rank,
 #                    e.g. cuda,host (rank 0 GPU memory, rank 1 pageable host memory)
+#   --decide R       (simulator) the decision check: the rule each pair took
+#                    from the calibration and the check through the peer (the
+#                    cache, as gdrpipe-calibrate --show reads it) must choose,
+#                    at every size where the simulator's model (gdrpipe-calibrate
+#                    on the virtual clock, GDRPIPE_SIM_CLOCK=virtual) has one
+#                    path at least R x faster than the other, that path
+#   --no-timing      skip the timed runs and their bound (with --decide: the
+#                    verdict is the decision check alone; CI runs it this way,
+#                    since no timing bound is safe on a loaded machine)
 # Rank r uses GPU r (of those visible): run on a machine with 2 GPUs.
 # GP_SWEEP_CPUS=A,B pins rank 0 to CPU A and rank 1 to CPU B (gdrpipe_ucp_sweep).
-# Exit status: 0 when the bound holds at every size, 1 otherwise, 2 on errors.
+# Exit status: 0 when the bound (and the decision check) holds at every size,
+# 1 otherwise, 2 on errors.
 set -u
 mem=cuda topo= scale=1 sizes= around=1 iters=10 small_iters= warmup=2 reps=3 bound=1.05 budget=0.5 calib_dir= settle=
+decide= timing=1
 while [ $# -gt 1 ]; do
     case $1 in
     --topo) topo=$2; shift 2 ;;
@@ -50,6 +61,8 @@ while [ $# -gt 1 ]; do
     --budget) budget=$2; shift 2 ;;
     --calib-dir) calib_dir=$2; shift 2 ;;
     --calib-max) export UCX_GDRPIPE_CALIB_MAX_SIZE=$2; shift 2 ;;
+    --decide) decide=$2; shift 2 ;;
+    --no-timing) timing=0; shift ;;
     *) echo "sweep_paths.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -59,6 +72,13 @@ exe=$build/bench/gdrpipe_ucp_sweep
 plugin=$build/plugin/libuct_gdrpipe.so
 [ -x "$exe" ] || { echo "missing $exe" >&2; exit 2; }
 [ -f "$plugin" ] || { echo "missing $plugin" >&2; exit 2; }
+calibrate=$build/tools/calibrate/gdrpipe-calibrate
+rule_awk=$(dirname "$0")/rule_path.awk
+if [ -n "$decide" ]; then
+    [ -n "$topo" ] || { echo "sweep_paths.sh: --decide needs the simulator (--topo)" >&2; exit 2; }
+    [ -x "$calibrate" ] || { echo "missing $calibrate" >&2; exit 2; }
+fi
+[ -n "$decide" ] || [ $timing = 1 ] || { echo "sweep_paths.sh: --no-timing without --decide checks nothing" >&2; exit 2; }
 work=$(mktemp -d)
 [ -n "${KEEP_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
 [ -n "$calib_dir" ] || calib_dir=$work/calib
@@ -86,8 +106,7 @@ fi
 # run MODE SIZES OUT [ITERS]: one two-rank run (the launcher forks both ranks)
 # sweep WHAT OUT ARGS...: one two-rank run of gdrpipe_ucp_sweep with ARGS,
 # table to OUT, stderr to OUT.log, each rank's UCX log (the crossover lines)
-# to OUT.ucx.PID: two ranks writing one file tore each other's lines, and the
-# lines that describe the check went missing from runs 31 and 35 on the GPU; a
+# to OUT.ucx.PID (two ranks writing one file tear each other's lines); a
 # failed run ends the script (exit 2). --foreground: the run stays in this
 # script's process group, so a time limit put on the script reaches it too
 # (the second rank ends with the launcher, gdrpipe_ucp_sweep)
@@ -123,7 +142,8 @@ echo "# calibration run (both directions, incl. start-up): $(awk -v a="$t0" -v b
 echo "# thresholds (cache: threshold, path below it): $(for f in "$calib_dir"/crossover-*.txt; do [ -f "$f" ] && echo "$(awk '/^threshold /{t=$2} /^below /{b=$2} END{print t"/"b}' "$f")"; done | paste -sd' ' -)"
 grep -ho 'crossover for .*= .*' "$work"/calib.txt* | sed 's/^/#   /' | sort -u
 # the last check of each pair (its classes and the rule)
-rule_re='(never \(direct at every size\)|0 \(staged at every size\)|[0-9]+ bytes \((direct|staged) below, (direct|staged) from\)|(direct|staged) below [0-9]+ bytes(, (direct|staged) from [0-9]+)+)$'
+rule_core='(never \(direct at every size\)|0 \(staged at every size\)|[0-9]+ bytes \((direct|staged) below, (direct|staged) from\)|(direct|staged) below [0-9]+ bytes(, (direct|staged) from [0-9]+)+)'
+rule_re="$rule_core\$"
 checks=$(grep -hE "crossover for .* checked through the peer .*\): $rule_re" "$work"/calib.txt* |
     sed 's/.*\(crossover for \)/\1/' | awk '{ k = $0; sub(/ checked through.*/, "", k); last[k] = $0 } END { for (k in last) print last[k] }')
 [ -z "$checks" ] || echo "$checks" | sed 's/^/#   /'
@@ -145,6 +165,88 @@ fi
 list=$(echo "$list" | tr ',' '\n' | sort -n -u | paste -sd, -)
 echo "# sizes: $list"
 echo "# buffers: $mem  topology: ${topo:-real GPUs} time scale: $scale  iters: $iters ($small_iters up to 8 KiB)  reps: $reps  bound: $bound"
+
+# decide: the decision check (--decide R). For each pair of the calibration
+# run, the rule the plugin takes from the pair's cache file (as later jobs
+# do; gdrpipe-calibrate --show), or, for a pair with nothing cached (no peer
+# access), the rule it logged, against the simulator's model of the same
+# direction: gdrpipe-calibrate on the virtual clock measures both paths from
+# the topology's parameters alone, so its table is the same on any machine
+# under any load. At every size above the eager range (8 KiB: there all modes
+# are one eager path) where the model has one path at least R x faster, the
+# rule must choose it; closer sizes are printed, not checked (there either
+# path costs little more than the other, and the check through the peer
+# times real transfers).
+decide_check() {
+    local pair rule a b mt f show dir bad=0 n_pairs=0
+    local lines=""
+    for f in "$calib_dir"/crossover-*.txt; do
+        [ -f "$f" ] || continue
+        show=$(env -u LD_PRELOAD "$calibrate" --show "$f") || { echo "DECIDE FAIL: --show $f"; return 1; }
+        dir=$(grep -m1 -E '^[^ ]+ -> [^ ]+ \(' <<<"$show" | sed -E 's/^([^ ]+) -> ([^ ]+) .*/\1->\2/')
+        rule=$(sed -n 's/^rule the plugin uses (up to [0-9]* bytes): //p' <<<"$show")
+        lines+="$dir|$rule (cache $(basename "$f"))"$'\n'
+    done
+    if [ -z "$lines" ]; then
+        lines=$(grep -hE "crossover for .* = $rule_core" "$work"/calib.txt.ucx.* 2>/dev/null |
+            sed -E 's/.*crossover for (.*) = /\1|/' | sort -u)
+    fi
+    lines=$(sed '/^$/d' <<<"$lines")
+    if [ -z "$lines" ]; then
+        echo "DECIDE FAIL: the calibration run left no rule (no cache, no log line)"; return 1
+    fi
+    while IFS='|' read -r pair rest; do
+        rule=$(grep -oE "$rule_core" <<<"$rest" | tail -n 1)
+        case $pair in
+            host-\>*) a=host b=0 ;;
+            *-\>host) a=0 b=host ;;
+            *) a=0 b=1 ;;
+        esac
+        mt=$work/model-$a-$b.txt
+        [ -f "$mt" ] || env -u LD_PRELOAD GDRPIPE_SIM_CLOCK=virtual "$calibrate" -a "$a" -b "$b" --max 64M --svg "$work/model-$a-$b.svg" \
+            --budget 30 --no-cache -q >"$mt" 2>&1 || { echo "DECIDE FAIL: model $a -> $b:"; cat "$mt"; return 1; }
+        n_pairs=$((n_pairs + 1))
+        echo "# decision check for $pair: rule '$rule'; model (virtual clock) $a -> $b, checked where one path is >= ${decide} x faster"
+        grep -E '^  crossover:' "$mt" | sed 's/^ */#   model /'
+        awk -v rule="$rule" -v R="$decide" "$(cat "$rule_awk")"'
+            function secs(v, u) { return v * (u == "ns" ? 1e-9 : u == "us" ? 1e-6 : u == "ms" ? 1e-3 : 1) }
+            function bytes(v, u) { return v * (u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 1) }
+            BEGIN { printf "#   %12s %12s %12s %8s %8s %8s  %s\n", "size (B)", "direct us", "staged us", "model", "ratio", "rule", "check" }
+            /^ +[0-9.]+ (B|KiB|MiB|GiB) / {
+                n = bytes($1, $2); i = 3
+                if ($i == "fails") { d = -1; i++ } else { d = secs($i, $(i + 1)); i += 2 }
+                if ($i == "fails") { st = -1; i++ } else { st = secs($i, $(i + 1)); i += 2 }
+                if (d < 0 && st < 0) next
+                fast = d < 0 ? "staged" : st < 0 ? "direct" : d <= st ? "direct" : "staged"
+                ratio = d < 0 || st < 0 ? 1e9 : (d <= st ? st / d : d / st)
+                got = path_at(rule, n)
+                verdict = "-"
+                if (n > 8192 && ratio >= R) { checked++; verdict = got == fast ? "ok" : "WRONG"; if (got != fast) bad++ }
+                shown = (ratio >= 1e9) ? "only" : sprintf("%.2f", ratio)
+                printf "#   %12d %12s %12s %8s %8s %8s  %s\n", n, d < 0 ? "-" : sprintf("%.1f", d * 1e6),
+                    st < 0 ? "-" : sprintf("%.1f", st * 1e6), fast, shown, got, verdict
+            }
+            END { if (!checked) { print "#   no size with that margin: nothing decided"; exit 2 } exit bad ? 1 : 0 }' "$mt"
+        case $? in
+            0) ;;
+            2) bad=1 ;;
+            *) bad=1 ;;
+        esac
+    done <<<"$lines"
+    if [ $bad -eq 0 ]; then
+        echo "DECIDE PASS: $n_pairs pair(s) choose the model's faster path wherever it is >= ${decide} x faster"
+        return 0
+    fi
+    echo "DECIDE FAIL: a rule chose the model's slower path (WRONG above), or a pair had nothing to decide"
+    return 1
+}
+decide_ok=0
+if [ -n "$decide" ]; then
+    GDRPIPE_SIM_TIME_SCALE=$scale decide_check || decide_ok=1
+fi
+if [ $timing = 0 ]; then
+    exit $decide_ok
+fi
 
 # run_modes ORDER LIST OUT: one two-rank run timing the three modes side by
 # side: one UCP context per UCX_GDRPIPE_PATH in each rank (gdrpipe_ucp_sweep
@@ -219,7 +321,7 @@ measure main "$list" "$reps"
 grep -ho 'crossover for .*direct=.*' "$work"/main.{auto,all}.*.txt.ucx.* 2>/dev/null | sort | uniq -c | sed 's/^/# auto stats: /' | head -6
 if table main main; then
     printf "PASS: auto within %s x the faster path at every size\n" "$bound"
-    exit 0
+    exit $decide_ok
 fi
 # A violation may be a burst of machine load during one mode's runs: the
 # violated sizes are measured again, with more runs, and all runs decide.
@@ -229,7 +331,7 @@ echo "# re-measuring the violated sizes ($again) with $more more runs per mode"
 measure retry "$again" $more
 if table retry "main retry" "$work/main.bad"; then
     printf "PASS: auto within %s x the faster path at every size (after re-measuring)\n" "$bound"
-    exit 0
+    exit $decide_ok
 fi
 printf "FAIL: auto exceeded %s x the faster path at: %s\n" "$bound" "$(paste -sd, "$work/retry.bad")"
 exit 1

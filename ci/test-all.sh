@@ -12,6 +12,10 @@ t_start=$(date +%s)
 root=$PWD
 jobs=$(nproc)
 logdir=${GDRPIPE_TEST_LOGS:-$root/build-logs}
+# Time limits are there to catch hangs, not to judge speed: on a shared,
+# loaded 2-core machine a test may take several times its idle time, so every
+# limit is multiplied (valgrind's setup already has its own x10 on top).
+tmult=${GDRPIPE_TEST_TIMEOUT_MULT:-3}
 mkdir -p "$logdir"
 total_pass=0
 total_fail=0
@@ -20,7 +24,9 @@ rc=0
 run_suites() {   # run_suites <builddir> <label> <meson test args...>
     local dir=$1 label=$2 setup="" a prev=""; shift 2
     for a in "$@"; do [ "$prev" = --setup ] && setup=-$a; prev=$a; done
-    meson test -C "$dir" --print-errorlogs "$@" || rc=1
+    local m=$tmult
+    [ "$setup" = -valgrind ] && m=$((10 * tmult))
+    meson test -C "$dir" --print-errorlogs --timeout-multiplier "$m" "$@" || rc=1
     count "$dir" "$label" "$setup"
 }
 

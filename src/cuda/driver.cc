@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -75,7 +76,20 @@ void Driver::load() {
         version_ = 0;
         return;
     }
+    // a test driver's modeled clock (test/cudasim/cudasim.h); not a CUDA API
+    modeled_clock_ = reinterpret_cast<int (*)(double *)>(dlsym(handle_, "gdrpipe_sim_virtual_clock"));
     available_ = true;
+}
+
+bool Driver::timing_is_modeled() const noexcept {
+    double t;
+    return modeled_clock_ != nullptr && modeled_clock_(&t) == 1;
+}
+
+double Driver::timing_now() const noexcept {
+    double t = 0;
+    if (modeled_clock_ != nullptr && modeled_clock_(&t) == 1) return t;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 bool Driver::resolve_entries() {

@@ -69,6 +69,7 @@ void obtain(PairChoice &c, const CrossoverConfig &cfg) {
     r.key = device_pair_key(c.src_dev, c.dst_dev, c.src_dev >= 0 && c.dst_dev >= 0);
     r.options.max_bytes = cfg.max_bytes;
     r.options.budget_s = cfg.budget_s;
+    r.options.clock = [] { return cuda::driver().timing_now(); };  // the probes' clock
     // the staged ring of a peer is 4 rings of chunk x depth in shared memory:
     // keep the candidates at most 4 MiB x 8
     r.options.chunk_candidates = {std::size_t{256} << 10, std::size_t{512} << 10, std::size_t{1} << 20,

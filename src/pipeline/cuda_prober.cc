@@ -4,16 +4,14 @@
 #include "gdrpipe/cuda/driver.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 namespace gdrpipe::pipeline {
 namespace {
 
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+// the steady clock, or the simulator's modeled clock (deterministic tests)
+double now_s() { return cuda::driver().timing_now(); }
 
 // Stream slot of the probes: 0 copy transport, 1-3 the data paths (engine.cc).
 constexpr unsigned kSlot = 4;

@@ -12,6 +12,13 @@ extern "C" {
  * error (the model is left unchanged). */
 int gdrpipe_sim_set_topology(const char *spec);
 
+/* The virtual clock (GDRPIPE_SIM_CLOCK=virtual): every copy completes at
+ * once, and time is the modeled time of the work the process has waited for
+ * (synchronize, or a query that found it done). Returns 1 and stores the
+ * process's virtual now in seconds in *now_s (if not NULL); returns 0, and
+ * stores nothing, when the clock is real or before cuInit. */
+int gdrpipe_sim_virtual_clock(double *now_s);
+
 /* How many times cuFlushGPUDirectRDMAWrites succeeded in this process. */
 unsigned long gdrpipe_sim_rdma_flushes(void);
 

@@ -114,6 +114,12 @@ struct Stream;
 struct Op {
   std::function<void()> fn;                 // runs without the lock
   std::vector<std::function<bool()>> deps;  // evaluated under the lock
+  // virtual clock (GDRPIPE_SIM_CLOCK=virtual): the op's place in modeled
+  // time, fixed when it is enqueued (enqueue())
+  double v_after = 0;  // starts no earlier (an event waited for)
+  double v_busy = 0;   // occupies its link this long
+  double v_lat = 0;    // then completes this much later
+  uint64_t v_link = 0; // the link it occupies (0: none)
 };
 struct Stream {
   struct Ctx* ctx = nullptr;
@@ -122,6 +128,7 @@ struct Stream {
   bool per_thread = false;
   std::deque<Op> q;
   uint64_t enq = 0, done = 0;
+  double v_end = 0;  // virtual clock: when the last enqueued op completes
   bool stop = false;
   // the worker waits for work on its own condition (g->cv is for
   // completions: a copy finishing wakes its waiters, not every idle worker)
@@ -131,6 +138,7 @@ struct Stream {
 struct EventState {
   uint64_t rec = 0, done = 0;
   double t = 0;
+  double vt = 0;  // virtual clock: when the last record completes
   unsigned flags = 0;
 };
 struct Event {
@@ -168,6 +176,11 @@ struct State {
   std::map<uint64_t, double> link_free;  // timing: when a link is idle again
   double memcpy_Bps = 4e9;               // measured host memcpy speed (EWMA)
   double time_scale = 1.0;               // GDRPIPE_SIM_TIME_SCALE: modeled times x this
+  // GDRPIPE_SIM_CLOCK=virtual: copies complete at once and time is modeled
+  // time only (docs/cudasim.md, "Virtual clock")
+  bool virtual_clock = false;
+  double host_vt = 0;                    // the process's virtual now
+  std::map<uint64_t, double> link_vfree; // virtual clock: when a link is idle again
   std::condition_variable cv;            // any progress
 };
 
@@ -199,6 +212,9 @@ void trim_all_pools();
 // streams
 CUresult get_stream(CUstream h, bool per_thread, Stream** out);
 void enqueue(Stream* s, Op op);
+// Virtual clock: the host has seen work that completes at virtual time t
+// (a synchronize or a successful query); the process's now moves there.
+void vt_seen(double t);
 void stream_wait_idle(Lock& lk, Stream* s);
 void stop_stream(Lock& lk, const std::shared_ptr<Stream>& s);
 Stream* new_stream(Ctx* ctx, unsigned flags, bool legacy, bool per_thread);

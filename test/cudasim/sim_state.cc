@@ -294,6 +294,15 @@ CUresult init_state() {
     }
     s->time_scale = v;
   }
+  // GDRPIPE_SIM_CLOCK=virtual: modeled time only, no waiting (timings read
+  // gdrpipe_sim_virtual_clock and events; deterministic whatever the load)
+  if (const char* ck = getenv("GDRPIPE_SIM_CLOCK"); ck && *ck) {
+    if (strcmp(ck, "virtual") == 0) s->virtual_clock = true;
+    else if (strcmp(ck, "real") != 0) {
+      fprintf(stderr, "cudasim: GDRPIPE_SIM_CLOCK: '%s' is neither 'real' nor 'virtual'\n", ck);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
   std::string err;
   const char* topo = getenv("GDRPIPE_SIM_TOPO");
   if (!parse_topology("fast", s->topo, err) ||
@@ -363,4 +372,11 @@ extern "C" __attribute__((visibility("default"))) int gdrpipe_sim_get_counts(
   for (const Pool* p : g->pools) out->user_pools += p->is_default ? 0 : 1;
   for (const auto& d : g->devs) out->primary_refs += d->primary_refs;
   return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int gdrpipe_sim_virtual_clock(double* now_s) {
+  sim::Lock lk(sim::g_mu);
+  if (!sim::g || !sim::g->virtual_clock) return 0;
+  if (now_s) *now_s = sim::g->host_vt;
+  return 1;
 }

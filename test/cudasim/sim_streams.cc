@@ -1,4 +1,5 @@
 // Streams (one worker thread each), events and the copy engine.
+#include <algorithm>
 #include <cstring>
 
 #include "sim_internal.hpp"
@@ -47,7 +48,13 @@ Stream* new_stream(Ctx* ctx, unsigned flags, bool legacy, bool per_thread) {
 
 void stream_wait_idle(Lock& lk, Stream* s) {
   uint64_t target = s->enq;
+  const double v_end = s->v_end;
   g->cv.wait(lk, [&] { return s->done >= target; });
+  vt_seen(v_end);
+}
+
+void vt_seen(double t) {
+  if (g->virtual_clock && t > g->host_vt) g->host_vt = t;
 }
 
 void stop_stream(Lock& lk, const std::shared_ptr<Stream>& s) {
@@ -95,16 +102,31 @@ void enqueue(Stream* s, Op op) {
     uint64_t t = o->enq;
     return [o, t] { return o->done >= t; };
   };
+  double v_start = std::max({g->host_vt, s->v_end, op.v_after});
   if (s->legacy) {
     for (auto& kv : g->streams) {
       Stream* o = kv.first;
-      if (o != s && o->ctx == s->ctx && !(o->flags & CU_STREAM_NON_BLOCKING) && o->enq > o->done)
+      if (o != s && o->ctx == s->ctx && !(o->flags & CU_STREAM_NON_BLOCKING) && o->enq > o->done) {
         op.deps.push_back(after(kv.second));
+        v_start = std::max(v_start, o->v_end);
+      }
     }
   } else if (!(s->flags & CU_STREAM_NON_BLOCKING) && s->ctx->legacy) {
     Stream* l = s->ctx->legacy.get();
-    if (l->enq > l->done) op.deps.push_back(after(s->ctx->legacy));
+    if (l->enq > l->done) {
+      op.deps.push_back(after(s->ctx->legacy));
+      v_start = std::max(v_start, l->v_end);
+    }
   }
+  // virtual clock: the op's modeled start and end follow from what precedes
+  // it in issue order (stream, waited events, its link), never from when a
+  // worker thread happens to run it
+  if (op.v_link != 0) {
+    double& free_at = g->link_vfree[op.v_link];
+    v_start = std::max(v_start, free_at);
+    free_at = v_start + op.v_busy;
+  }
+  s->v_end = v_start + op.v_busy + op.v_lat;
   s->q.push_back(std::move(op));
   s->enq++;
   s->work.notify_one();
@@ -156,7 +178,9 @@ static CUresult stream_query(CUstream h, bool pt) {
   Lock lk(g_mu);
   Stream* s;
   if (CUresult r = get_stream(h, pt, &s)) return r;
-  return s->done >= s->enq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  if (s->done < s->enq) return CUDA_ERROR_NOT_READY;
+  vt_seen(s->v_end);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuStreamQuery(CUstream h) { return stream_query(h, false); }
@@ -215,8 +239,9 @@ static CUresult event_record(CUevent e, CUstream h, bool pt) {
   auto st = ev->st;
   uint64_t epoch = ++st->rec;
   Op op;
-  op.fn = [st, epoch] {
-    double t = now_s();
+  const bool virt = g->virtual_clock;
+  op.fn = [st, epoch, virt] {
+    double t = virt ? 0 : now_s();
     std::lock_guard<std::mutex> l(g_mu);
     if (st->done < epoch) {
       st->done = epoch;
@@ -224,6 +249,7 @@ static CUresult event_record(CUevent e, CUstream h, bool pt) {
     }
   };
   enqueue(s, std::move(op));
+  st->vt = s->v_end;
   return CUDA_SUCCESS;
 }
 
@@ -235,7 +261,9 @@ SIM_API CUresult cuEventQuery(CUevent e) {
   if (CUresult r = check_init()) return r;
   Event* ev = to_event(e);
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;
-  return ev->st->done >= ev->st->rec ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  if (ev->st->done < ev->st->rec) return CUDA_ERROR_NOT_READY;
+  vt_seen(ev->st->vt);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuEventSynchronize(CUevent e) {
@@ -245,7 +273,9 @@ SIM_API CUresult cuEventSynchronize(CUevent e) {
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;
   auto st = ev->st;
   uint64_t target = st->rec;
+  const double vt = st->vt;
   g->cv.wait(lk, [&] { return st->done >= target; });
+  vt_seen(vt);
   trim_all_pools();
   return CUDA_SUCCESS;
 }
@@ -258,7 +288,8 @@ static CUresult elapsed(float* ms, CUevent a, CUevent b) {
   if ((ea->st->flags | eb->st->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
   if (!ea->st->rec || !eb->st->rec) return CUDA_ERROR_INVALID_HANDLE;
   if (ea->st->done < ea->st->rec || eb->st->done < eb->st->rec) return CUDA_ERROR_NOT_READY;
-  *ms = float((eb->st->t - ea->st->t) * 1e3);
+  *ms = g->virtual_clock ? float((eb->st->vt - ea->st->vt) * 1e3)
+                         : float((eb->st->t - ea->st->t) * 1e3);
   return CUDA_SUCCESS;
 }
 
@@ -275,7 +306,10 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, bool pt
   Op op;
   auto st = ev->st;
   uint64_t epoch = st->rec;
-  if (epoch) op.deps.push_back([st, epoch] { return st->done >= epoch; });
+  if (epoch) {
+    op.deps.push_back([st, epoch] { return st->done >= epoch; });
+    op.v_after = st->vt;
+  }
   enqueue(s, std::move(op));
   return CUDA_SUCCESS;
 }

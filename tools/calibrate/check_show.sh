@@ -17,21 +17,22 @@ expect() {   # expect FILE RULE
         fail=1
     fi
 }
-# run 36: a calibration never checked through a peer: its own threshold
-expect run36-put2-crossover-cache.txt "404 bytes (direct below, staged from)"
-# run 37: checked in 7 classes; per-class offsets give direct up to the top
-# of the range, where the calibration measured staged faster
-expect run37-put1-crossover-cache.txt "52464873 bytes (direct below, staged from)"
-# runs 39 and 40 (the proof sweeps that passed): the calibration said
-# "staged below 248137 / 212443 bytes"; checked through the peer, the rule
-# the sweep then met the bound with
-expect run39-put1-crossover-cache.txt "38554855 bytes (direct below, staged from)"
-expect run40-put2-crossover-cache.txt "never (direct at every size)"
+# a host -> GPU calibration (1 x H200) never checked through a peer: its own
+# threshold
+expect h200-host-to-gpu-put-unchecked-cache.txt "404 bytes (direct below, staged from)"
+# the same direction checked in 7 classes: per-class offsets give direct up
+# to the top of the range, where the calibration measured staged faster
+expect h200-host-to-gpu-put-checked-cache.txt "52464873 bytes (direct below, staged from)"
+# two host -> GPU proof sweeps on 2 x H200 that met the bound: the
+# calibration said "staged below 248137 / 212443 bytes"; checked through the
+# peer, the rule the sweep then met the bound with
+expect h200x2-host-to-gpu-put-cache.txt "38554855 bytes (direct below, staged from)"
+expect h200x2-host-to-gpu-put-never-cache.txt "never (direct at every size)"
 # not a cache file / a damaged one / missing: exit 1 with a reason
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo hello > "$tmp/not-a-cache.txt"
-sed 's/^threshold .*/threshold 1/' "$res/run37-put1-crossover-cache.txt" > "$tmp/damaged.txt"
+sed 's/^threshold .*/threshold 1/' "$res/h200-host-to-gpu-put-checked-cache.txt" > "$tmp/damaged.txt"
 for f in "$tmp/not-a-cache.txt" "$tmp/damaged.txt" "$tmp/missing.txt"; do
     if err=$("$exe" --show "$f" 2>&1 >/dev/null); then
         echo "FAIL: --show $(basename "$f") succeeded"

@@ -13,8 +13,10 @@ trap 'rm -rf "$work"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-export UCX_GDRPIPE_CUDA_LIB=$lib GDRPIPE_SIM_DEVICES=2
-# small sizes and budget: each run stays well under ~2 s
+# The simulator's virtual clock: every copy takes its modeled time and no
+# other, whatever else the machine is doing, so the decisions below follow
+# from the topologies' parameters alone (docs/cudasim.md, "Virtual clock").
+export UCX_GDRPIPE_CUDA_LIB=$lib GDRPIPE_SIM_DEVICES=2 GDRPIPE_SIM_CLOCK=virtual
 common=(--max 16M --budget 1 -q)
 
 # calib TOPO OUTFILE [args...]: runs the tool, fails on a non-zero exit
@@ -31,15 +33,12 @@ calib() {
 # chosen path of every table row, one per line (rows: "size unit ... chosen margin")
 chosen() { grep -E '^ +[0-9.]+ (B|KiB|MiB) ' "$1" | grep -oE '\b(direct|staged)\b'; }
 crossover() { grep -E '^  crossover:' "$1"; }
+# bytes of a "12.3 KiB" style size
+to_bytes() { awk -v v="$1" -v u="$2" 'BEGIN { m = u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 1; printf "%d", v * m }'; }
 
-# nvlink: direct wins at every size, no threshold. Time scale 30: at scale 1
-# both paths of a large copy are bound by this machine's memcpy (16 MiB:
-# direct modeled at 56 us, staged at 0.7 ms, either ~4 ms of memcpy), and on a
-# loaded 2-core machine the staged pipeline's two copy threads then won at
-# 16 MiB now and then. At scale 10 the ASan build still measured the direct
-# 16 MiB copy at ~10.5 ms (memcpy-bound) against 12.5-13 ms staged, and once
-# the wrong way round (CI, session 7); at 30 staged models 21 ms there.
-if GDRPIPE_SIM_TIME_SCALE=30 calib nvlink "$work/nvlink.txt" --no-cache --svg "$work/nvlink.svg"; then
+# nvlink: direct wins at every size (peer 8 us, 300 GB/s against two host
+# copies of 10 us at 25 GB/s), no threshold
+if calib nvlink "$work/nvlink.txt" --no-cache --svg "$work/nvlink.svg"; then
     crossover "$work/nvlink.txt" | grep -q 'none: direct at every size' || { fail "nvlink: crossover is not 'direct always'"; cat "$work/nvlink.txt"; }
     [ "$(chosen "$work/nvlink.txt" | sort -u)" = direct ] || fail "nvlink: staged chosen somewhere"
     [ "$(chosen "$work/nvlink.txt" | wc -l)" -ge 8 ] || fail "nvlink: fewer than 8 sizes measured"
@@ -55,24 +54,33 @@ if calib nopeer "$work/nopeer.txt" --no-cache --svg "$work/nopeer.svg"; then
     grep -q 'id="crossover-note"' "$work/nopeer.svg" || fail "nopeer: SVG lacks the crossover note"
 fi
 
-# pcie-p2p-slow: direct for small messages, staged for large ones. The
-# preset's peer link (3 GB/s) is slowed to 0.3 GB/s: the simulated staged path
-# is bound by this machine's memcpy (two copies per transfer: ~3-4 GB/s on a
-# loaded 2-core machine, ~1 GB/s under ASan with another test running), and
-# at 1 GB/s staged lost at 16 MiB under ASan (CI, session 5). At 0.3 GB/s the
-# crossing is ~45-60 KiB and staged wins 16 MiB by 2-3 x there too.
-pcie=pcie-p2p-slow,peer=6us:0.3GBps
-if calib $pcie "$work/pcie.txt" --no-cache --svg "$work/pcie.svg"; then
-    # a size threshold (a single crossing, or the least-regret one when noise
-    # makes the winner flip near the crossing), not never / 0
-    crossover "$work/pcie.txt" | grep -qE '^  crossover:  [0-9.]+ (B|KiB|MiB) ' ||
-        fail "pcie-p2p-slow: no size threshold"
+# pcie-p2p-slow: direct for small messages, staged for large ones. Direct is
+# one peer copy (6 us + n / 3 GB/s); staged, two pipelined host copies
+# (10 us + n / 10 GB/s each, overlapped chunk by chunk). The two meet where
+# 6 us + n / 3 GB/s = 20 us + n / 10 GB/s plus the pipeline's first chunk:
+# above 60 KB, and below 1 MiB for any of the calibration's chunk sizes.
+if calib pcie-p2p-slow "$work/pcie.txt" --no-cache --svg "$work/pcie.svg"; then
+    line=$(crossover "$work/pcie.txt")
+    if [[ $line =~ ^\ \ crossover:\ +([0-9.]+)\ (B|KiB|MiB)\  ]]; then
+        t=$(to_bytes "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}")
+        { [ "$t" -ge 61440 ] && [ "$t" -le 1048576 ]; } ||
+            fail "pcie-p2p-slow: crossover $t B outside the model's 60 KB .. 1 MiB"
+    else
+        fail "pcie-p2p-slow: no size threshold: $line"
+    fi
     [ "$(chosen "$work/pcie.txt" | head -n 1)" = direct ] || fail "pcie-p2p-slow: smallest size not direct"
     [ "$(chosen "$work/pcie.txt" | tail -n 1)" = staged ] || fail "pcie-p2p-slow: largest size not staged"
     grep -q 'id="crossover"' "$work/pcie.svg" || fail "pcie-p2p-slow: SVG lacks the crossover line"
     grep -q '</svg>' "$work/pcie.svg" || fail "pcie-p2p-slow: SVG incomplete"
 fi
 [ $fails -eq 0 ] || cat "$work/pcie.txt"
+
+# the virtual clock makes the measurement repeatable: a second run prints the
+# same table
+if calib pcie-p2p-slow "$work/pcie2.txt" --no-cache; then
+    diff <(grep -E '^ +[0-9.]+ (B|KiB|MiB) ' "$work/pcie.txt") <(grep -E '^ +[0-9.]+ (B|KiB|MiB) ' "$work/pcie2.txt") \
+        >/dev/null || fail "pcie-p2p-slow: a second run on the virtual clock measured another table"
+fi
 
 # cache round trip: measure + store, read back, --force measures again
 cdir=$work/cache
@@ -84,7 +92,7 @@ fi
 if calib nopeer "$work/c2.txt" --cache-dir "$cdir" --svg "$work/c.svg"; then
     grep -q 'source:     cache' "$work/c2.txt" || fail "cache 2: not read from the cache"
     grep -q "cache: read from $cdir/crossover-" "$work/c2.txt" || fail "cache 2: no 'read from'"
-    # the cached table is the one measured by run 1
+    # the cached table is the one the first call measured
     diff <(grep -E '^ +[0-9.]+ (B|KiB|MiB) ' "$work/c1.txt") <(grep -E '^ +[0-9.]+ (B|KiB|MiB) ' "$work/c2.txt") \
         >/dev/null || fail "cache 2: table differs from the stored one"
 fi

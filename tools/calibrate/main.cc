@@ -109,6 +109,7 @@ int run(const CliOptions &o) {
     co.max_bytes = o.max_bytes;
     co.min_bytes = 1;
     co.budget_s = o.budget_s;
+    co.clock = [] { return gdrpipe::cuda::driver().timing_now(); };  // the probes' clock
     co.cancel = &g_cancel;
     ProgressLine line(!o.quiet && isatty(STDERR_FILENO));
     co.progress = [&line](const gm::CalibProgress &p) { line.update(p); };

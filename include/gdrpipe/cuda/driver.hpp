@@ -87,12 +87,20 @@ public:
     // All entries of driver_functions.def, in file order.
     static std::span<const EntryInfo> entries() noexcept;
 
+    // The seconds timings of device work read: the driver's modeled clock
+    // where the loaded library has one (the CUDA-driver simulator's virtual
+    // clock, GDRPIPE_SIM_CLOCK=virtual: deterministic timings for tests),
+    // else the steady clock. The real driver has none.
+    double timing_now() const noexcept;
+    bool timing_is_modeled() const noexcept;
+
 private:
     void load();
     bool resolve_entries();
 
     std::string path_;
     void *handle_ = nullptr;
+    int (*modeled_clock_)(double *) = nullptr;
     Api api_{};
     bool available_ = false;
     int version_ = 0;
