@@ -52,9 +52,22 @@ inline bool sim_present() {
 
 // The simulator's topology (GDRPIPE_SIM_TOPO) for one test case: set while
 // the guard lives, unset when it goes (also when a REQUIRE ends the case).
+// With Clock::modeled the processes of the pair run on the simulator's
+// virtual clock (docs/cudasim.md): their in-process calibration measures the
+// topology's model exactly, so what a test expects of it cannot be moved by
+// the machine's load. Transfers between the two processes then complete at
+// once in real time: a test that times them (the check through the peer)
+// keeps the real clock.
 struct SimTopo {
-    explicit SimTopo(const char *topo) { setenv("GDRPIPE_SIM_TOPO", topo, 1); }
-    ~SimTopo() { unsetenv("GDRPIPE_SIM_TOPO"); }
+    enum class Clock { real, modeled };
+    explicit SimTopo(const char *topo, Clock clock = Clock::real) {
+        setenv("GDRPIPE_SIM_TOPO", topo, 1);
+        if (clock == Clock::modeled) setenv("GDRPIPE_SIM_CLOCK", "virtual", 1);
+    }
+    ~SimTopo() {
+        unsetenv("GDRPIPE_SIM_TOPO");
+        unsetenv("GDRPIPE_SIM_CLOCK");
+    }
     SimTopo(const SimTopo &) = delete;
     SimTopo &operator=(const SimTopo &) = delete;
 };

@@ -61,7 +61,7 @@ int serve_b(Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); }
 
 TEST_CASE("auto threshold: measured at the first transfer, cached, read back", "[pipeline][sim][crossover]") {
     SKIP_UNLESS_SIM_MODEL();
-    const SimTopo topo(kCrossTopo);
+    const SimTopo topo(kCrossTopo, SimTopo::Clock::modeled);
     TempDir td;
     const std::string dir = td.path;
     auto first = [dir](Node &n) -> int {
@@ -137,7 +137,7 @@ TEST_CASE("auto threshold: measured at the first transfer, cached, read back", "
 
 TEST_CASE("auto threshold: an explicit pipeline shape is kept", "[pipeline][sim][crossover]") {
     SKIP_UNLESS_SIM_MODEL();
-    const SimTopo topo(kCrossTopo);
+    const SimTopo topo(kCrossTopo, SimTopo::Clock::modeled);
     TempDir td;
     const std::string dir = td.path;
     auto a = [dir](Node &n) -> int {
@@ -203,7 +203,7 @@ TEST_CASE("auto threshold: calibration off without a cached entry uses the fallb
 TEST_CASE("auto threshold with host memory on one side: the inverted rule", "[pipeline][sim][crossover]") {
     SKIP_WITHOUT_SIM();
     // the H200 machine's shape: pageable copies win large sizes only
-    const SimTopo topo("host-inverted");
+    const SimTopo topo("host-inverted", SimTopo::Clock::modeled);
     TempDir td;
     const std::string dir = td.path;
     auto body = [dir](Node &n) -> int {
@@ -232,7 +232,10 @@ TEST_CASE("auto threshold with host memory on one side: the inverted rule", "[pi
 
 TEST_CASE("the calibrated rule is checked through the peer and recomputed", "[pipeline][sim][crossover][online]") {
     SKIP_UNLESS_SIM_MODEL();
-    const SimTopo topo("host-inverted");
+    // the calibration on the modeled clock (its budget cannot run out on a
+    // loaded machine); what the check through the peer then measures is not
+    // asserted, only that it ran and went into the cache
+    const SimTopo topo("host-inverted", SimTopo::Clock::modeled);
     TempDir td;
     const std::string dir = td.path;
     auto body = [dir](Node &n) -> int {
