@@ -1,15 +1,12 @@
 #include "gdrpipe/rkey.h"
 
+#include "gdrpipe/bytes.hpp"
+
 #include <cstddef>
 
 extern "C" uint32_t gp_rkey_checksum(const gp_rkey_t *rkey) {
     // FNV-1a over the fields before the checksum
-    const auto *p = reinterpret_cast<const unsigned char *>(rkey);
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < offsetof(gp_rkey_t, checksum); ++i) {
-        h = (h ^ p[i]) * 16777619u;
-    }
-    return h;
+    return gdrpipe::fnv1a32(rkey, offsetof(gp_rkey_t, checksum));
 }
 
 extern "C" void gp_rkey_seal(gp_rkey_t *rkey) {

@@ -1,13 +1,11 @@
 // CUDA driver allocation/free interception; see cuda_hooks.hpp for semantics.
 //
-// Layout: every hooked entry point belongs to a "group" (one driver prototype,
-// e.g. cuMemFree_v2). A group has kSlots hook functions (template instances);
-// each distinct entry address of that prototype (the dlsym'd export, the
-// _ptsz export, another address cuGetProcAddress hands out) gets one slot,
-// whose hook calls that entry's own trampoline from g_orig[group][slot].
-//
-// The installation report's text is in hook_report.cc, the scan for
-// allocations made before install() in preexisting_scan.cc.
+// This file: the table of live allocations, the dispatch of events to the
+// listeners, and install()/uninstall() (patching the entry points). The hooks
+// themselves are in cuda_hook_templates.hpp, the table of hooked entry points
+// (groups and slots: cuda_hook_table.hpp) in cuda_hook_table.cc. The
+// installation report's text is in hook_report.cc, the scan for allocations
+// made before install() in preexisting_scan.cc.
 //
 // Static-initialization safety: install() may run from a constructor before
 // main, and hooks may run after static destructors (cudart frees at exit). So
@@ -17,6 +15,8 @@
 
 #include "gdrpipe/hooks/patcher.hpp"
 #include "gdrpipe/log.hpp"
+#include "cuda_hook_table.hpp"
+#include "cuda_hook_templates.hpp"
 #include "hook_internal.hpp"
 
 #include <atomic>
@@ -28,29 +28,17 @@
 #include <unordered_map>
 
 namespace gdrpipe::hooks {
+
+constinit std::atomic<void *> detail::g_orig[detail::kGroups][detail::kSlots]{};
+constinit thread_local int detail::t_depth = 0;
+
+using namespace detail;
+
 namespace {
 
-typedef unsigned int CUdeviceptr_v1_t; // legacy 32-bit device pointer of the unversioned exports
-
-enum Group : int {
-    kAllocV2, kAllocV1, kPitchV2, kPitchV1, kManaged, kFreeV2, kFreeV1,
-    kAllocHostV2, kAllocHostV1, kHostAlloc, kFreeHost, kHostRegV2, kHostRegV1, kHostUnreg,
-    kAllocAsync, kFreeAsync, kAllocPool, kPoolTrim, kPoolDestroy,
-    kMap, kUnmap, kRelease, kAddrFree,
-    kGroups
-};
-constexpr int kSlots = 4;
 constexpr int kMaxListeners = 16;
 
-constinit std::atomic<void *> g_orig[kGroups][kSlots]{};
 constinit std::atomic<bool> g_active{false};
-constinit thread_local int t_depth = 0; // hook nesting on this thread
-
-template <class F>
-F orig(int g, int s) noexcept
-{
-    return reinterpret_cast<F>(g_orig[g][s].load(std::memory_order_acquire));
-}
 
 struct Block {
     size_t length;
@@ -100,13 +88,6 @@ State &state()
     return *s;
 }
 
-struct DepthGuard {
-    DepthGuard() noexcept { ++t_depth; }
-    ~DepthGuard() { --t_depth; }
-    DepthGuard(const DepthGuard &) = delete;
-    DepthGuard &operator=(const DepthGuard &) = delete;
-};
-
 bool have_listeners(State &s) noexcept
 {
     return s.nlisteners.load(std::memory_order_acquire) > 0;
@@ -135,16 +116,6 @@ void dispatch(State &s, const Event &e) noexcept
     pthread_rwlock_unlock(&s.listeners_lock);
 }
 
-int current_device(State &s) noexcept
-{
-    auto f = reinterpret_cast<CUresult (*)(CUdevice *)>(s.ctx_device.load(std::memory_order_relaxed));
-    CUdevice d = -1;
-    if (f != nullptr && f(&d) == CUDA_SUCCESS) {
-        return static_cast<int>(d);
-    }
-    return -1;
-}
-
 size_t query_length(State &s, uintptr_t addr) noexcept
 {
     auto f = reinterpret_cast<CUresult (*)(CUdeviceptr *, size_t *, CUdeviceptr)>(
@@ -158,10 +129,23 @@ size_t query_length(State &s, uintptr_t addr) noexcept
     return 0;
 }
 
-// ---- table + dispatch helpers -------------------------------------------
+} // namespace
 
-void after_alloc(uintptr_t addr, size_t len, MemKind kind, int device, uintptr_t owner,
-                 const char *src) noexcept
+// ---- what the hooks call (cuda_hook_templates.hpp) --------------------------
+
+int detail::current_device() noexcept
+{
+    State &s = state();
+    auto f = reinterpret_cast<CUresult (*)(CUdevice *)>(s.ctx_device.load(std::memory_order_relaxed));
+    CUdevice d = -1;
+    if (f != nullptr && f(&d) == CUDA_SUCCESS) {
+        return static_cast<int>(d);
+    }
+    return -1;
+}
+
+void detail::after_alloc(uintptr_t addr, size_t len, MemKind kind, int device, uintptr_t owner,
+                         const char *src) noexcept
 {
     if (addr == 0) {
         return;
@@ -189,9 +173,7 @@ void after_alloc(uintptr_t addr, size_t len, MemKind kind, int device, uintptr_t
     dispatch(s, Event{EventType::alloc, addr, len, kind, device, src});
 }
 
-// A block is being freed: forget it (pool blocks move to pool_freed when
-// `to_pool_freed`) and tell the listeners, before the driver frees it.
-void before_free(uintptr_t addr, MemKind hint, const char *src, bool to_pool_freed = false) noexcept
+void detail::before_free(uintptr_t addr, MemKind hint, const char *src, bool to_pool_freed) noexcept
 {
     if (addr == 0) {
         return;
@@ -225,8 +207,7 @@ void before_free(uintptr_t addr, MemKind hint, const char *src, bool to_pool_fre
     dispatch(s, e);
 }
 
-// Frees of a range [addr, addr+len): every recorded block starting inside it is forgotten.
-void before_free_range(uintptr_t addr, size_t len, MemKind kind, const char *src) noexcept
+void detail::before_free_range(uintptr_t addr, size_t len, MemKind kind, const char *src) noexcept
 {
     State &s = state();
     Event e{EventType::free, addr, len, kind, -1, src};
@@ -243,9 +224,7 @@ void before_free_range(uintptr_t addr, size_t len, MemKind kind, const char *src
     dispatch(s, e);
 }
 
-// Every live block of VMM handle `owner` (cuMemRelease) or every freed block of
-// pool `owner` or of an unknown pool (trim/destroy).
-void before_free_owned(bool pool, uintptr_t owner, const char *src) noexcept
+void detail::before_free_owned(bool pool, uintptr_t owner, const char *src) noexcept
 {
     State &s = state();
     std::vector<std::pair<uintptr_t, Block>> gone;
@@ -271,8 +250,9 @@ void before_free_owned(bool pool, uintptr_t owner, const char *src) noexcept
     }
 }
 
-int vmm_device(State &s, CUmemGenericAllocationHandle h, CUdeviceptr mapped) noexcept
+int detail::vmm_device(CUmemGenericAllocationHandle h, CUdeviceptr mapped) noexcept
 {
+    State &s = state();
     auto f = reinterpret_cast<CUresult (*)(CUmemAllocationProp *, CUmemGenericAllocationHandle)>(
         s.alloc_props.load(std::memory_order_relaxed));
     CUmemAllocationProp prop{};
@@ -290,284 +270,9 @@ int vmm_device(State &s, CUmemGenericAllocationHandle h, CUdeviceptr mapped) noe
     return -1;
 }
 
-// ---- the hooks -------------------------------------------------------------
+// ---- install ---------------------------------------------------------------
 
-#define GP_ORIG(G, S, HOOK) orig<decltype(&HOOK<0>)>(G, S)
-
-template <int S>
-CUresult hk_alloc_v2(CUdeviceptr *dptr, size_t n)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kAllocV2, S, hk_alloc_v2)(dptr, n);
-    if (r == CUDA_SUCCESS && dptr != nullptr) {
-        after_alloc(*dptr, n, MemKind::device, current_device(state()), 0, "cuMemAlloc_v2");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_alloc_v1(CUdeviceptr_v1_t *dptr, unsigned int n)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kAllocV1, S, hk_alloc_v1)(dptr, n);
-    if (r == CUDA_SUCCESS && dptr != nullptr) {
-        after_alloc(*dptr, n, MemKind::device, current_device(state()), 0, "cuMemAlloc");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_pitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned int elem)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kPitchV2, S, hk_pitch_v2)(dptr, pitch, w, h, elem);
-    if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr) {
-        after_alloc(*dptr, *pitch * h, MemKind::device, current_device(state()), 0,
-                    "cuMemAllocPitch_v2");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_pitch_v1(CUdeviceptr_v1_t *dptr, unsigned int *pitch, unsigned int w, unsigned int h,
-                     unsigned int elem)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kPitchV1, S, hk_pitch_v1)(dptr, pitch, w, h, elem);
-    if (r == CUDA_SUCCESS && dptr != nullptr && pitch != nullptr) {
-        after_alloc(*dptr, size_t{*pitch} * h, MemKind::device, current_device(state()), 0,
-                    "cuMemAllocPitch");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_managed(CUdeviceptr *dptr, size_t n, unsigned int flags)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kManaged, S, hk_managed)(dptr, n, flags);
-    if (r == CUDA_SUCCESS && dptr != nullptr) {
-        after_alloc(*dptr, n, MemKind::managed, -1, 0, "cuMemAllocManaged");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_free_v2(CUdeviceptr p)
-{
-    DepthGuard d;
-    before_free(p, MemKind::device, "cuMemFree_v2");
-    return GP_ORIG(kFreeV2, S, hk_free_v2)(p);
-}
-template <int S>
-CUresult hk_free_v1(CUdeviceptr_v1_t p)
-{
-    DepthGuard d;
-    before_free(p, MemKind::device, "cuMemFree");
-    return GP_ORIG(kFreeV1, S, hk_free_v1)(p);
-}
-template <int S>
-CUresult hk_alloc_host_v2(void **pp, size_t n)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kAllocHostV2, S, hk_alloc_host_v2)(pp, n);
-    if (r == CUDA_SUCCESS && pp != nullptr) {
-        after_alloc(reinterpret_cast<uintptr_t>(*pp), n, MemKind::host_pinned, -1, 0,
-                    "cuMemAllocHost_v2");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_alloc_host_v1(void **pp, unsigned int n)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kAllocHostV1, S, hk_alloc_host_v1)(pp, n);
-    if (r == CUDA_SUCCESS && pp != nullptr) {
-        after_alloc(reinterpret_cast<uintptr_t>(*pp), n, MemKind::host_pinned, -1, 0,
-                    "cuMemAllocHost");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_host_alloc(void **pp, size_t n, unsigned int flags)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kHostAlloc, S, hk_host_alloc)(pp, n, flags);
-    if (r == CUDA_SUCCESS && pp != nullptr) {
-        after_alloc(reinterpret_cast<uintptr_t>(*pp), n, MemKind::host_pinned, -1, 0,
-                    "cuMemHostAlloc");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_free_host(void *p)
-{
-    DepthGuard d;
-    before_free(reinterpret_cast<uintptr_t>(p), MemKind::host_pinned, "cuMemFreeHost");
-    return GP_ORIG(kFreeHost, S, hk_free_host)(p);
-}
-template <int S>
-CUresult hk_host_reg_v2(void *p, size_t n, unsigned int flags)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kHostRegV2, S, hk_host_reg_v2)(p, n, flags);
-    if (r == CUDA_SUCCESS) {
-        after_alloc(reinterpret_cast<uintptr_t>(p), n, MemKind::host_pinned, -1, 0,
-                    "cuMemHostRegister_v2");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_host_reg_v1(void *p, size_t n, unsigned int flags)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kHostRegV1, S, hk_host_reg_v1)(p, n, flags);
-    if (r == CUDA_SUCCESS) {
-        after_alloc(reinterpret_cast<uintptr_t>(p), n, MemKind::host_pinned, -1, 0,
-                    "cuMemHostRegister");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_host_unreg(void *p)
-{
-    DepthGuard d;
-    before_free(reinterpret_cast<uintptr_t>(p), MemKind::host_pinned, "cuMemHostUnregister");
-    return GP_ORIG(kHostUnreg, S, hk_host_unreg)(p);
-}
-template <int S>
-CUresult hk_alloc_async(CUdeviceptr *dptr, size_t n, CUstream st)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kAllocAsync, S, hk_alloc_async)(dptr, n, st);
-    if (r == CUDA_SUCCESS && dptr != nullptr) {
-        after_alloc(*dptr, n, MemKind::pool, current_device(state()), 0, "cuMemAllocAsync");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_free_async(CUdeviceptr p, CUstream st)
-{
-    DepthGuard d;
-    before_free(p, MemKind::pool, "cuMemFreeAsync", true);
-    return GP_ORIG(kFreeAsync, S, hk_free_async)(p, st);
-}
-template <int S>
-CUresult hk_alloc_pool(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream st)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kAllocPool, S, hk_alloc_pool)(dptr, n, pool, st);
-    if (r == CUDA_SUCCESS && dptr != nullptr) {
-        after_alloc(*dptr, n, MemKind::pool, current_device(state()),
-                    reinterpret_cast<uintptr_t>(pool), "cuMemAllocFromPoolAsync");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_pool_trim(CUmemoryPool pool, size_t keep)
-{
-    DepthGuard d;
-    before_free_owned(true, reinterpret_cast<uintptr_t>(pool), "cuMemPoolTrimTo");
-    return GP_ORIG(kPoolTrim, S, hk_pool_trim)(pool, keep);
-}
-template <int S>
-CUresult hk_pool_destroy(CUmemoryPool pool)
-{
-    DepthGuard d;
-    before_free_owned(true, reinterpret_cast<uintptr_t>(pool), "cuMemPoolDestroy");
-    return GP_ORIG(kPoolDestroy, S, hk_pool_destroy)(pool);
-}
-template <int S>
-CUresult hk_map(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h,
-                unsigned long long flags)
-{
-    DepthGuard d;
-    CUresult r = GP_ORIG(kMap, S, hk_map)(p, n, off, h, flags);
-    if (r == CUDA_SUCCESS) {
-        after_alloc(p, n, MemKind::vmm, vmm_device(state(), h, p), static_cast<uintptr_t>(h), "cuMemMap");
-    }
-    return r;
-}
-template <int S>
-CUresult hk_unmap(CUdeviceptr p, size_t n)
-{
-    DepthGuard d;
-    before_free_range(p, n, MemKind::vmm, "cuMemUnmap");
-    return GP_ORIG(kUnmap, S, hk_unmap)(p, n);
-}
-template <int S>
-CUresult hk_release(CUmemGenericAllocationHandle h)
-{
-    DepthGuard d;
-    before_free_owned(false, static_cast<uintptr_t>(h), "cuMemRelease");
-    return GP_ORIG(kRelease, S, hk_release)(h);
-}
-template <int S>
-CUresult hk_addr_free(CUdeviceptr p, size_t n)
-{
-    DepthGuard d;
-    before_free_range(p, n, MemKind::vmm, "cuMemAddressFree");
-    return GP_ORIG(kAddrFree, S, hk_addr_free)(p, n);
-}
-
-#define GP_SLOTS(fn)                                                                             \
-    {                                                                                            \
-        reinterpret_cast<void *>(&fn<0>), reinterpret_cast<void *>(&fn<1>),                      \
-            reinterpret_cast<void *>(&fn<2>), reinterpret_cast<void *>(&fn<3>)                   \
-    }
-
-enum OptionClass : uint8_t { kOptFree, kOptAlloc, kOptHostFree, kOptHostAlloc, kOptAsyncFree,
-                             kOptAsyncAlloc, kOptVmmFree, kOptVmmAlloc };
-
-struct GroupDesc {
-    const char *names[2]; // exports looked up with dlsym
-    const char *gpa_name; // base name for cuGetProcAddress (null: none)
-    OptionClass opt;
-    void *hooks[kSlots];
-};
-
-const GroupDesc *groups()
-{
-    static const GroupDesc g[kGroups] = {
-        {{"cuMemAlloc_v2", nullptr}, "cuMemAlloc", kOptAlloc, GP_SLOTS(hk_alloc_v2)},
-        {{"cuMemAlloc", nullptr}, nullptr, kOptAlloc, GP_SLOTS(hk_alloc_v1)},
-        {{"cuMemAllocPitch_v2", nullptr}, "cuMemAllocPitch", kOptAlloc, GP_SLOTS(hk_pitch_v2)},
-        {{"cuMemAllocPitch", nullptr}, nullptr, kOptAlloc, GP_SLOTS(hk_pitch_v1)},
-        {{"cuMemAllocManaged", nullptr}, "cuMemAllocManaged", kOptAlloc, GP_SLOTS(hk_managed)},
-        {{"cuMemFree_v2", nullptr}, "cuMemFree", kOptFree, GP_SLOTS(hk_free_v2)},
-        {{"cuMemFree", nullptr}, nullptr, kOptFree, GP_SLOTS(hk_free_v1)},
-        {{"cuMemAllocHost_v2", nullptr}, "cuMemAllocHost", kOptHostAlloc, GP_SLOTS(hk_alloc_host_v2)},
-        {{"cuMemAllocHost", nullptr}, nullptr, kOptHostAlloc, GP_SLOTS(hk_alloc_host_v1)},
-        {{"cuMemHostAlloc", nullptr}, "cuMemHostAlloc", kOptHostAlloc, GP_SLOTS(hk_host_alloc)},
-        {{"cuMemFreeHost", nullptr}, "cuMemFreeHost", kOptHostFree, GP_SLOTS(hk_free_host)},
-        {{"cuMemHostRegister_v2", nullptr}, "cuMemHostRegister", kOptHostAlloc, GP_SLOTS(hk_host_reg_v2)},
-        {{"cuMemHostRegister", nullptr}, nullptr, kOptHostAlloc, GP_SLOTS(hk_host_reg_v1)},
-        {{"cuMemHostUnregister", nullptr}, "cuMemHostUnregister", kOptHostFree, GP_SLOTS(hk_host_unreg)},
-        {{"cuMemAllocAsync", "cuMemAllocAsync_ptsz"}, "cuMemAllocAsync", kOptAsyncAlloc,
-         GP_SLOTS(hk_alloc_async)},
-        {{"cuMemFreeAsync", "cuMemFreeAsync_ptsz"}, "cuMemFreeAsync", kOptAsyncFree,
-         GP_SLOTS(hk_free_async)},
-        {{"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz"}, "cuMemAllocFromPoolAsync",
-         kOptAsyncAlloc, GP_SLOTS(hk_alloc_pool)},
-        {{"cuMemPoolTrimTo", nullptr}, "cuMemPoolTrimTo", kOptAsyncFree, GP_SLOTS(hk_pool_trim)},
-        {{"cuMemPoolDestroy", nullptr}, "cuMemPoolDestroy", kOptAsyncFree, GP_SLOTS(hk_pool_destroy)},
-        {{"cuMemMap", nullptr}, "cuMemMap", kOptVmmAlloc, GP_SLOTS(hk_map)},
-        {{"cuMemUnmap", nullptr}, "cuMemUnmap", kOptVmmFree, GP_SLOTS(hk_unmap)},
-        {{"cuMemRelease", nullptr}, "cuMemRelease", kOptVmmFree, GP_SLOTS(hk_release)},
-        {{"cuMemAddressFree", nullptr}, "cuMemAddressFree", kOptVmmFree, GP_SLOTS(hk_addr_free)},
-    };
-    return g;
-}
-
-bool wanted(OptionClass c, const Options &o)
-{
-    switch (c) {
-    case kOptFree: return true;
-    case kOptAlloc: return o.hook_allocs;
-    case kOptHostFree: return o.hook_host;
-    case kOptHostAlloc: return o.hook_host && o.hook_allocs;
-    case kOptAsyncFree: return o.hook_async;
-    case kOptAsyncAlloc: return o.hook_async && o.hook_allocs;
-    case kOptVmmFree: return o.hook_vmm;
-    case kOptVmmAlloc: return o.hook_vmm && o.hook_allocs;
-    }
-    return false;
-}
+namespace {
 
 void add_symbol(Report &r, std::string name, SymbolStatus st, void *addr, std::string reason)
 {

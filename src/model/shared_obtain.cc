@@ -129,24 +129,19 @@ SharedObtained obtain_shared(const CalibKey &key, const ProberFactory &make_prob
                 have = lock.try_lock();
             }
             out.waited_s = waited();
-            if (!have) {
-                if (std::optional<CalibRecord> rec = usable_entry(key, cache, shared)) {
-                    SharedObtained c = from_cache(std::move(*rec));
-                    c.waited_s = out.waited_s;
-                    c.locked = true;
-                    return c;
-                }
-                out.status = CalibStatus::no_data;
-                out.lock_timed_out = true;
-                out.message = "another process has been calibrating for longer than the wait limit";
-                return out;
-            }
-            // the holder before us may have stored it
+            // the holder before us (or, past the wait limit, the holder now)
+            // may have stored it
             if (std::optional<CalibRecord> rec = usable_entry(key, cache, shared)) {
                 SharedObtained c = from_cache(std::move(*rec));
                 c.waited_s = out.waited_s;
                 c.locked = true;
                 return c;
+            }
+            if (!have) {
+                out.status = CalibStatus::no_data;
+                out.lock_timed_out = true;
+                out.message = "another process has been calibrating for longer than the wait limit";
+                return out;
             }
         }
     }

@@ -1,6 +1,7 @@
 // Control message sealing and validation.
 #include "gdrpipe/pipeline/control.hpp"
 
+#include "gdrpipe/bytes.hpp"
 #include "gdrpipe/pipeline/ring.hpp"
 
 #include <cstring>
@@ -8,10 +9,7 @@
 namespace gdrpipe::pipeline {
 
 uint32_t ctrl_checksum(const CtrlMsg &m) noexcept {
-    const auto *p = reinterpret_cast<const unsigned char *>(&m);
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < offsetof(CtrlMsg, checksum); ++i) h = (h ^ p[i]) * 16777619u;
-    return h;
+    return gdrpipe::fnv1a32(&m, offsetof(CtrlMsg, checksum));
 }
 
 void ctrl_seal(CtrlMsg &m) noexcept {

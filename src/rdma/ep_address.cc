@@ -14,6 +14,7 @@
 //    48   4  stage_slots (<= 32)
 //    52   4  stage_slot_size (multiple of 4096, <= 1 GiB)
 //    56   4  FNV-1a of bytes 0..55
+#include <gdrpipe/bytes.hpp>
 #include <gdrpipe/rdma/connection.hpp>
 
 #include <cerrno>
@@ -25,25 +26,6 @@ namespace {
 constexpr std::uint8_t kMagic[4] = {'G', 'P', 'R', 'A'};
 constexpr std::uint8_t kVersion = 1;
 
-template <class T> void put_le(std::uint8_t *p, T v) {
-    for (std::size_t i = 0; i < sizeof(T); ++i) {
-        p[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) >> (8 * i));
-    }
-}
-template <class T> T get_le(const std::uint8_t *p) {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i) {
-        v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-    }
-    return static_cast<T>(v);
-}
-std::uint32_t fnv1a(const std::uint8_t *p, std::size_t n) {
-    std::uint32_t h = 2166136261u;
-    for (std::size_t i = 0; i < n; ++i) {
-        h = (h ^ p[i]) * 16777619u;
-    }
-    return h;
-}
 Error bad(const char *why) { return make_error(-EINVAL, std::string("rdma address: ") + why); }
 } // namespace
 
@@ -60,7 +42,7 @@ std::vector<std::uint8_t> pack_ep_address(const EpAddress &a) {
     put_le<std::uint32_t>(&b[44], a.stage_rkey);
     put_le<std::uint32_t>(&b[48], a.stage_slots);
     put_le<std::uint32_t>(&b[52], a.stage_slot_size);
-    put_le<std::uint32_t>(&b[56], fnv1a(b.data(), 56));
+    put_le<std::uint32_t>(&b[56], fnv1a32(b.data(), 56));
     return b;
 }
 
@@ -80,7 +62,7 @@ Expected<EpAddress> unpack_ep_address(std::span<const std::uint8_t> b) {
     if (b[5] != 0) {
         return bad("reserved byte set");
     }
-    if (get_le<std::uint32_t>(&b[56]) != fnv1a(b.data(), 56)) {
+    if (get_le<std::uint32_t>(&b[56]) != fnv1a32(b.data(), 56)) {
         return bad("checksum mismatch");
     }
     EpAddress a;

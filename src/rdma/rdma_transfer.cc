@@ -11,6 +11,7 @@
 // into/out of the bounce slots, their completion in order, the depth limit,
 // failure and abort) is pipeline::ChunkPipe, the engine of the intra-host
 // rings too; OutStream / InStream are this wire's ChunkWire.
+#include <gdrpipe/bytes.hpp>
 #include <gdrpipe/log.hpp>
 #include <gdrpipe/rdma/transfer.hpp>
 
@@ -70,19 +71,6 @@ using Buf = std::unique_ptr<std::uint8_t, AlignedFree>;
 Buf alloc_buf(std::size_t n) {
     const std::size_t len = (n + 4095) / 4096 * 4096;
     return Buf(static_cast<std::uint8_t *>(std::aligned_alloc(4096, len)));
-}
-
-template <class T> void put_le(std::uint8_t *p, T v) {
-    for (std::size_t i = 0; i < sizeof(T); ++i) {
-        p[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) >> (8 * i));
-    }
-}
-template <class T> T get_le(const std::uint8_t *p) {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i) {
-        v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-    }
-    return static_cast<T>(v);
 }
 
 } // namespace

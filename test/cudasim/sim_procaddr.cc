@@ -160,35 +160,12 @@ struct ErrEntry {
   const char* name;
   const char* text;
 };
-#define E(c, t) {c, #c, t}
+// the core's list of codes and texts (src/cuda/error_codes.def)
+#define GP_CU_ERR(c, t) {c, #c, t},
 const ErrEntry kErrors[] = {
-    E(CUDA_SUCCESS, "no error"),
-    E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
-    E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
-    E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
-    E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
-    E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
-    E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
-    E(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
-    E(CUDA_ERROR_MAP_FAILED, "mapping of buffer object failed"),
-    E(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
-    E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
-    E(CUDA_ERROR_NOT_READY, "device not ready"),
-    E(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
-    E(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "peer access is not supported between these two devices"),
-    E(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "peer access is already enabled"),
-    E(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access has not been enabled"),
-    E(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-      "part or all of the requested memory range is already mapped"),
-    E(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region"),
-    E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
-    E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
-    E(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped"),
-    E(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
-    E(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
-    E(CUDA_ERROR_UNKNOWN, "unknown error"),
+#include "../../src/cuda/error_codes.def"
 };
-#undef E
+#undef GP_CU_ERR
 
 const ErrEntry* find_error(CUresult e) {
   for (const auto& x : kErrors)

@@ -6,7 +6,7 @@
 // policies and the thread-safety contract: docs/region-cache.md.
 #pragma once
 #include <gdrpipe/cache/address_space_key.hpp>
-#include <gdrpipe/cache/result.hpp>
+#include <gdrpipe/expected.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -16,6 +16,19 @@
 #include <string>
 
 namespace gdrpipe::cache {
+
+// The cache's results are gdrpipe::Expected values (gdrpipe/expected.hpp);
+// the cache's own names for them:
+template <class T> using Result = Expected<T>;
+using CacheError = Error;
+inline constexpr auto &make_cache_error = make_error;
+
+// Error codes >= 0 are the caller's (pin() may return e.g. a CUresult);
+// negative codes are the cache's own.
+enum : int {
+    kErrInvalidArgument = -1, // len overflow, bad alignment, no pin op
+    kErrPinException = -2,    // pin() threw
+};
 
 // Opaque per-region data produced by pin() (an IPC handle, a mapping, an MR).
 using Payload = std::shared_ptr<void>;

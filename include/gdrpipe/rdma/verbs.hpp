@@ -10,7 +10,7 @@
 // CompletionQueue outlives the QueuePairs that use it. Objects are not
 // thread-safe unless noted; one thread drives one Context.
 #pragma once
-#include <gdrpipe/rdma/expected.hpp>
+#include <gdrpipe/expected.hpp>
 
 #include <array>
 #include <cstddef>
