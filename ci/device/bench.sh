@@ -24,9 +24,12 @@
 #   calib    gdrpipe-calibrate for each pair of this machine (GPU <-> GPU,
 #            host <-> GPU), the plots, and the rule the plugin takes from each
 #   sweeps   the proof sweeps (ci/device/proof-sweeps.sh, $SWEEP_REPS times)
-#   osu      the OSU micro-benchmarks osu_latency / osu_bw / osu_bibw (D D)
-#            through the plugin; needs OSU_DIR, a folder holding already built
-#            OSU binaries for this MPI (this script never builds them)
+#   osu      the OSU micro-benchmarks osu_latency / osu_bw / osu_bibw /
+#            osu_mbw_mr (D D and H H) through gdrpipe-run with its defaults,
+#            D D also with rendezvous forced (UCX_RNDV_THRESH=0), and through
+#            BASE_PLUGIN when set (another build's plugin, side by side), then
+#            the physical reference; needs OSU_DIR, a folder holding already
+#            built OSU binaries for this MPI (this script never builds them)
 #   all      every section above (osu only with OSU_DIR)
 #
 # Environment:
@@ -34,6 +37,7 @@
 #                step's output), tables.txt (the tables printed at the end),
 #                one log per benchmark, calibration caches and plots
 #   OSU_DIR      OSU micro-benchmarks binaries (searched for osu_latency)
+#   BASE_PLUGIN  a second libuct_gdrpipe.so to compare with (osu section)
 #   SWEEP_REPS   how often each proof sweep runs (default 1)
 #   BENCH_ITERS  timed iterations of the MPI latency runs (default 1000)
 # Exit status: the number of failed steps; 2 when this is not a GPU machine or
@@ -238,16 +242,36 @@ if want osu; then
         echo "=== osu: skipped (set OSU_DIR to a folder with built OSU micro-benchmarks)"
     else
         osu() { find "$OSU_DIR" -name "$1" -type f -perm -u+x 2>/dev/null | head -1; }
-        for b in osu_latency osu_bw osu_bibw; do
+        # through gdrpipe-run with its defaults (the build tree's launcher),
+        # rendezvous forced for every message, and, with BASE_PLUGIN (another
+        # build's libuct_gdrpipe.so), the same benchmarks through that plugin
+        GPRUN=("$B/plugin/gdrpipe-run")
+        NOPRE=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca btl "^vader,tcp,openib,uct"
+            -x LD_LIBRARY_PATH)
+        # one GPU: two ranks time-slice it (~150 us a hand-over), so latency
+        # measures the GPU's context switch, not the transport: not run
+        lat=osu_latency
+        [ "$ngpu" -ge 2 ] || lat=
+        for b in $lat osu_bw osu_bibw osu_mbw_mr; do
             x=$(osu $b)
             if [ -z "$x" ]; then
                 echo "=== $b: not found under $OSU_DIR"
                 fails=$((fails + 1))
                 continue
             fi
-            bench $b-DD 180 "${MPIRUN[@]}" "${GP[@]}" "$x" -d cuda D D
-            bench $b-DD-gprun 180 "${MPIRUN[@]}" "${GP[@]}" "${RUNSET[@]}" "$x" -d cuda D D
+            for pl in "D D" "H H"; do
+                tag=${pl// /}
+                a=(-d cuda "${pl%% *}" "${pl##* }")
+                [ "$tag" = HH ] && a=()
+                [ "$b" = osu_mbw_mr ] && [ "$tag" = DD ] && a=(-d cuda D D)
+                bench "$b-$tag" 180 "${GPRUN[@]}" mpirun "${NOPRE[@]}" "$x" "${a[@]}"
+                [ "$tag" = HH ] || bench "$b-$tag-rndv0" 180 env UCX_RNDV_THRESH=0 "${GPRUN[@]}" mpirun \
+                    -x UCX_RNDV_THRESH "${NOPRE[@]}" "$x" "${a[@]}"
+                [ -z "${BASE_PLUGIN:-}" ] || bench "$b-$tag-base" 180 env GDRPIPE_PLUGIN="$BASE_PLUGIN" \
+                    "${GPRUN[@]}" mpirun "${NOPRE[@]}" "$x" "${a[@]}"
+            done
         done
+        TAIL=40 step physref-osu 240 "$B/bench/gdrpipe_physref" -i 1000
     fi
 fi
 
@@ -265,9 +289,10 @@ if want mpi; then
         "bibw gdrpipe-run=bibw-HH-gprun" "bibw sm=bibw-HH-sm"
 fi
 if want osu && [ -n "${OSU_DIR:-}" ]; then
-    tables "OSU micro-benchmarks, D D (latency µs, bandwidth MB/s; UCX defaults / gdrpipe-run's settings)" \
-        "osu_latency=osu_latency-DD" "osu_latency gdrpipe-run=osu_latency-DD-gprun" "osu_bw=osu_bw-DD" \
-        "osu_bw gdrpipe-run=osu_bw-DD-gprun" "osu_bibw=osu_bibw-DD" "osu_bibw gdrpipe-run=osu_bibw-DD-gprun"
+    for b in osu_latency osu_bw osu_bibw osu_mbw_mr; do
+        tables "$b D D (gdrpipe-run defaults / rendezvous forced / BASE_PLUGIN) and H H" \
+            "D D=$b-DD" "D D RNDV_THRESH=0=$b-DD-rndv0" "D D base=$b-DD-base" "H H=$b-HH" "H H base=$b-HH-base"
+    done
 fi
 echo
 echo "## steps"
