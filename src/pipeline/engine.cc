@@ -72,8 +72,8 @@ struct Pipe {
               bool wait_drain, bool check_id, unsigned stream_slot) {
         wire.reset(s, r, id, check_id);
         chunks.init(producer ? ChunkPipe::Role::producer : ChunkPipe::Role::consumer, &wire,
-                    &copier_for(stream_slot), std::move(mem), s->header().chunk,
-                    s->header().depth, wait_drain);
+                    &copier_for(stream_slot), std::move(mem), s->chunk(), s->depth(),
+                    wait_drain);
         active = true;
     }
     RingHeader *ring() const noexcept { return wire.ring(); }
@@ -359,8 +359,8 @@ struct XferEngine::Impl {
         m.seg_id = ps->seg->seg_id();
         m.seg_size = ps->seg->size();
         m.ring = unsigned(x->ring);
-        m.depth = ps->seg->header().depth;
-        m.chunk = ps->seg->header().chunk;
+        m.depth = ps->seg->depth();
+        m.chunk = ps->seg->chunk();
         m.xfer_id = x->id;
         m.remote_addr = x->remote;
         m.length = x->len;
@@ -595,8 +595,8 @@ void XferEngine::Impl::control(const void *data, uint32_t len) {
         seg = std::shared_ptr<StagingSegment>(std::move(s));
         attached.emplace(key, seg);
     }
-    const SegHeader &h = seg->header();
-    if (m.ring >= h.nrings || m.depth != h.depth || m.chunk != h.chunk) {
+    // against the shape checked at attach (never the shared header)
+    if (m.ring >= seg->nrings() || m.depth != seg->depth() || m.chunk != seg->chunk()) {
         return drop("ring shape mismatch");
     }
     RingHeader *rh = seg->ring(m.ring);
@@ -893,7 +893,7 @@ std::string XferEngine::format_stats() const {
         if (!ps->seg) continue;
         char buf[128];
         std::snprintf(buf, sizeof(buf), "\nstaging rings to pid %d: %zu B x %u (%s)", int(ps->pid),
-                      size_t(ps->seg->header().chunk), unsigned(ps->seg->header().depth),
+                      ps->seg->chunk(), ps->seg->depth(),
                       ps->have_shape ? "calibrated" : "configured");
         s += buf;
     }
