@@ -315,6 +315,9 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     ucs_error("gdrpipe: %s of %zu bytes with pid %d failed: %s",
               is_get ? "get" : "put", uct_iov_total_length(iov, iovcnt), (int)ep->pid,
               strerror(-ret));
+    if (ret == -EINVAL) {
+        return UCS_ERR_INVALID_PARAM; /* e.g. a remote key its handle does not back */
+    }
     return gp_shm_peer_alive(ep->peer) ? UCS_ERR_IO_ERROR : UCS_ERR_CONNECTION_RESET;
 }
 
