@@ -330,6 +330,11 @@ struct XferEngine::Impl {
     // 1 sent, 0 retry later, <0 failed
     int staged_kickoff(Xfer *x) {
         PeerState *ps = x->ps;
+        if (ps->peer->fifo().max_payload() < sizeof(CtrlMsg)) {
+            GP_ERROR("xfer: the FIFO elements of pid %d hold %u bytes, a control message needs %zu",
+                     int(ps->pid), ps->peer->fifo().max_payload(), sizeof(CtrlMsg));
+            return -EMSGSIZE;
+        }
         if (x->ring < 0) {
             if (!ensure_segment(ps)) return -ENOMEM;
             for (unsigned r = 0; r < kRingsPerPeer; ++r) {

@@ -169,12 +169,24 @@ ShmPeer *ShmIface::connect(const void *addr, size_t len, std::string *err) {
         *err = std::string("peer segment rejected: ") + why;
         return nullptr;
     }
+    Fifo fifo(p, size);
+    if (fifo.max_payload() < max_payload()) {
+        // our messages are bounded by our own element size (max_payload() is
+        // what this interface sends and receives): they cannot be split, so
+        // a peer with smaller elements cannot take them
+        *err = "UCX_GDRPIPE_SEG_SIZE differs between the processes: pid " + std::to_string(a.pid) +
+               " accepts messages of up to " + std::to_string(fifo.max_payload()) +
+               " bytes, this process (pid " + std::to_string(::getpid()) + ") sends up to " +
+               std::to_string(max_payload()) + "; set the same UCX_GDRPIPE_SEG_SIZE in every process";
+        ::munmap(p, size);
+        return nullptr;
+    }
     auto *peer = new ShmPeer();
     peer->pid_ = a.pid;
     peer->seg_id_ = a.seg_id;
     peer->map_ = p;
     peer->map_size_ = size;
-    peer->fifo_ = Fifo(p, size);
+    peer->fifo_ = fifo;
     peer->start_time_ = peer->fifo_.header()->owner_start_time;
     peer->refs_ = 1;
     peers_.emplace(key, peer);

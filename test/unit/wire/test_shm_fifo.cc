@@ -181,7 +181,7 @@ TEST_CASE("two processes exchange messages through the FIFO", "[wire]") {
     if (pid == 0) {
         // the child opens its own view through /proc/<ppid>/fd like a peer
         std::string e;
-        auto child = ShmIface::open(ShmConfig{}, &e);
+        auto child = ShmIface::open(ShmConfig{16, 256}, &e); // the same element size
         if (!child) _exit(2);
         ShmPeer *peer = child->connect(&a, sizeof(a), &e);
         if (peer == nullptr) _exit(3);
