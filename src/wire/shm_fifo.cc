@@ -103,10 +103,12 @@ void Fifo::commit(uint64_t index, uint8_t am_id, uint32_t length) noexcept {
 bool Fifo::peek(Message *msg) const noexcept {
     ElemHeader *e = elem(read_idx_);
     if (e->seq.load(std::memory_order_acquire) != read_idx_ + 1) return false;
-    msg->am_id = e->am_id;
-    // a corrupt length must never make the consumer read past the element
-    msg->corrupt = e->length > max_payload();
-    msg->length = msg->corrupt ? 0 : e->length;
+    msg->am_id = load_once(e->am_id);
+    // a corrupt length must never make the consumer read past the element:
+    // one load, checked and used (a producer may still be writing it)
+    const uint32_t length = load_once(e->length);
+    msg->corrupt = length > max_payload();
+    msg->length = msg->corrupt ? 0 : length;
     msg->data = reinterpret_cast<uint8_t *>(e) + sizeof(ElemHeader);
     return true;
 }
