@@ -41,7 +41,8 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
 
     {"SEG_SIZE", "8k",
      "Payload size of one shared-memory FIFO element: the largest active\n"
-     "message sent by copy (short and bcopy).",
+     "message sent by copy (short and bcopy). Must be the same in every process:\n"
+     "a peer with smaller elements is refused at connection time.",
      ucs_offsetof(gdrpipe_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"FIFO_SIZE", "256",

@@ -26,6 +26,8 @@ typedef struct gdrpipe_shm_ep {
     uct_base_ep_t        super;
     gp_shm_peer_t        *peer;
     pid_t                pid;
+    unsigned             max_payload; /* largest message to the peer: the smaller of
+                                         our element and the peer's */
     uct_keepalive_info_t keepalive;
     ucs_queue_head_t     pending_q;
     ucs_list_link_t      pending_link;

@@ -34,8 +34,10 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_ep_t, const uct_ep_params_t *params)
         ucs_error("gdrpipe: cannot connect: %s", err);
         return UCS_ERR_UNREACHABLE;
     }
-    self->pid = gp_shm_peer_pid(self->peer);
-    status    = uct_ep_keepalive_init(&self->keepalive, self->pid);
+    self->pid         = gp_shm_peer_pid(self->peer);
+    /* gp_shm_connect refused a peer whose elements are smaller than ours */
+    self->max_payload = ucs_min(gp_shm_peer_max_payload(self->peer), iface->max_payload);
+    status            = uct_ep_keepalive_init(&self->keepalive, self->pid);
     if (status != UCS_OK) {
         gp_shm_disconnect(iface->core, self->peer);
         return status;
@@ -108,13 +110,12 @@ ucs_status_t gdrpipe_shm_ep_fence(uct_ep_h tl_ep, unsigned flags)
 ucs_status_t gdrpipe_shm_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
                                      const void *payload, unsigned length)
 {
-    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
-    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
     uint64_t index;
     void *p;
 
     UCT_CHECK_AM_ID(id);
-    UCT_CHECK_LENGTH(length + sizeof(header), 0, iface->max_payload, "am_short");
+    UCT_CHECK_LENGTH(length + sizeof(header), 0, ep->max_payload, "am_short");
     if (ucs_unlikely(gdrpipe_shm_ep_fence_blocks(ep))) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -131,15 +132,14 @@ ucs_status_t gdrpipe_shm_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header
 ucs_status_t gdrpipe_shm_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
                                          const uct_iov_t *iov, size_t iovcnt)
 {
-    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
-    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
     ucs_iov_iter_t iov_iter;
     uint64_t index;
     size_t length;
     void *p;
 
     UCT_CHECK_AM_ID(id);
-    UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 0, iface->max_payload,
+    UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 0, ep->max_payload,
                      "am_short_iov");
     if (ucs_unlikely(gdrpipe_shm_ep_fence_blocks(ep))) {
         return UCS_ERR_NO_RESOURCE;
@@ -150,7 +150,7 @@ ucs_status_t gdrpipe_shm_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
         return gdrpipe_shm_ep_no_resource(ep);
     }
     ucs_iov_iter_init(&iov_iter);
-    length = uct_iov_to_buffer(iov, iovcnt, &iov_iter, p, iface->max_payload);
+    length = uct_iov_to_buffer(iov, iovcnt, &iov_iter, p, ep->max_payload);
     gp_shm_commit(ep->peer, index, id, length);
     return UCS_OK;
 }
@@ -173,11 +173,20 @@ ssize_t gdrpipe_shm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t 
     if (ucs_unlikely(p == NULL)) {
         return gdrpipe_shm_ep_no_resource(ep);
     }
-    length = pack_cb(p, arg);
-    if (ucs_unlikely(length > iface->max_payload)) {
+    if (ucs_likely(ep->max_payload == iface->max_payload)) {
+        /* the peer's element holds our max_bcopy, all UCP packs at most */
+        length = pack_cb(p, arg);
+    } else {
+        /* never packed into an element that may be too small */
+        length = pack_cb(iface->scratch, arg);
+        if (length <= ep->max_payload) {
+            memcpy(p, iface->scratch, length);
+        }
+    }
+    if (ucs_unlikely(length > ep->max_payload)) {
         gp_shm_commit(ep->peer, index, 0xff, 0);
-        ucs_error("gdrpipe: am_bcopy packed %zu bytes, more than %u", length,
-                  iface->max_payload);
+        ucs_error("gdrpipe: am_bcopy packed %zu bytes, more than the %u pid %d accepts",
+                  length, ep->max_payload, (int)ep->pid);
         return UCS_ERR_INVALID_PARAM;
     }
     gp_shm_commit(ep->peer, index, id, (uint32_t)length);
@@ -315,6 +324,9 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     ucs_error("gdrpipe: %s of %zu bytes with pid %d failed: %s",
               is_get ? "get" : "put", uct_iov_total_length(iov, iovcnt), (int)ep->pid,
               strerror(-ret));
+    if (ret == -EINVAL) {
+        return UCS_ERR_INVALID_PARAM; /* e.g. a remote key its handle does not back */
+    }
     return gp_shm_peer_alive(ep->peer) ? UCS_ERR_IO_ERROR : UCS_ERR_CONNECTION_RESET;
 }
 

@@ -37,8 +37,12 @@ gp_shm_peer_t *gp_shm_connect(gp_shm_iface_t *iface, const void *addr, size_t le
 void gp_shm_disconnect(gp_shm_iface_t *iface, gp_shm_peer_t *peer);
 pid_t gp_shm_peer_pid(const gp_shm_peer_t *peer);
 int gp_shm_peer_alive(const gp_shm_peer_t *peer);
-/* producer: a payload area of max_payload bytes, or NULL when the peer's FIFO
- * is full; every reservation must be committed (am_id 0xff discards it) */
+/* bytes one element of the peer's FIFO holds (>= this interface's
+ * gp_shm_iface_max_payload: gp_shm_connect refuses smaller peers) */
+unsigned gp_shm_peer_max_payload(gp_shm_peer_t *peer);
+/* producer: a payload area of gp_shm_peer_max_payload bytes, or NULL when the
+ * peer's FIFO is full; every reservation must be committed (am_id 0xff
+ * discards it) */
 void *gp_shm_reserve(gp_shm_peer_t *peer, uint64_t *index);
 void gp_shm_commit(gp_shm_peer_t *peer, uint64_t index, uint8_t am_id, uint32_t length);
 int gp_shm_has_space(const gp_shm_peer_t *peer);

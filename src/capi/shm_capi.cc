@@ -71,6 +71,7 @@ void gp_shm_disconnect(gp_shm_iface_t *iface, gp_shm_peer_t *peer) {
 
 pid_t gp_shm_peer_pid(const gp_shm_peer_t *peer) { return core(peer)->pid(); }
 int gp_shm_peer_alive(const gp_shm_peer_t *peer) { return core(peer)->alive() ? 1 : 0; }
+unsigned gp_shm_peer_max_payload(gp_shm_peer_t *peer) { return core(peer)->fifo().max_payload(); }
 
 void *gp_shm_reserve(gp_shm_peer_t *peer, uint64_t *index) {
     return core(peer)->fifo().reserve(index);

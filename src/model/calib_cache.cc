@@ -394,9 +394,20 @@ std::optional<CalibRecord> CalibCache::load(const CalibKey &key, std::string *wh
         return std::nullopt;
     }
     const std::string path = path_for(key);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // the directory may be shared: a symlink is not followed, and a FIFO or
+    // device planted under the entry's name neither blocks nor is read
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
-        *why = errno == ENOENT ? "no cache file" : std::string("cannot open: ") + std::strerror(errno);
+        *why = errno == ENOENT ? "no cache file"
+               : errno == ELOOP ? "a symbolic link (not followed)"
+                                : std::string("cannot open: ") + std::strerror(errno);
+        GP_DEBUG("calibration cache %s: %s", path.c_str(), why->c_str());
+        return std::nullopt;
+    }
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        *why = "not a regular file";
         GP_DEBUG("calibration cache %s: %s", path.c_str(), why->c_str());
         return std::nullopt;
     }

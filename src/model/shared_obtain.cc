@@ -45,10 +45,20 @@ public:
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
         const std::string path = dir + "/" + name;
-        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd_ < 0) fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); // flock works read-only too
+        // the directory may be shared: no symlink is followed (nothing is
+        // created through one), and only a regular file serves as the lock
+        const int flags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | flags, 0644);
+        if (fd_ < 0 && errno != ELOOP) fd_ = ::open(path.c_str(), O_RDONLY | flags); // flock works read-only too
         if (fd_ < 0) {
             GP_WARN("calibration lock %s: %s: calibrating without it", path.c_str(), std::strerror(errno));
+            return false;
+        }
+        struct stat st{};
+        if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+            GP_WARN("calibration lock %s: not a regular file: calibrating without it", path.c_str());
+            ::close(fd_);
+            fd_ = -1;
             return false;
         }
         return true;

@@ -72,8 +72,8 @@ struct Pipe {
               bool wait_drain, bool check_id, unsigned stream_slot) {
         wire.reset(s, r, id, check_id);
         chunks.init(producer ? ChunkPipe::Role::producer : ChunkPipe::Role::consumer, &wire,
-                    &copier_for(stream_slot), std::move(mem), s->header().chunk,
-                    s->header().depth, wait_drain);
+                    &copier_for(stream_slot), std::move(mem), s->chunk(), s->depth(),
+                    wait_drain);
         active = true;
     }
     RingHeader *ring() const noexcept { return wire.ring(); }
@@ -330,6 +330,11 @@ struct XferEngine::Impl {
     // 1 sent, 0 retry later, <0 failed
     int staged_kickoff(Xfer *x) {
         PeerState *ps = x->ps;
+        if (ps->peer->fifo().max_payload() < sizeof(CtrlMsg)) {
+            GP_ERROR("xfer: the FIFO elements of pid %d hold %u bytes, a control message needs %zu",
+                     int(ps->pid), ps->peer->fifo().max_payload(), sizeof(CtrlMsg));
+            return -EMSGSIZE;
+        }
         if (x->ring < 0) {
             if (!ensure_segment(ps)) return -ENOMEM;
             for (unsigned r = 0; r < kRingsPerPeer; ++r) {
@@ -359,8 +364,8 @@ struct XferEngine::Impl {
         m.seg_id = ps->seg->seg_id();
         m.seg_size = ps->seg->size();
         m.ring = unsigned(x->ring);
-        m.depth = ps->seg->header().depth;
-        m.chunk = ps->seg->header().chunk;
+        m.depth = ps->seg->depth();
+        m.chunk = ps->seg->chunk();
         m.xfer_id = x->id;
         m.remote_addr = x->remote;
         m.length = x->len;
@@ -371,26 +376,27 @@ struct XferEngine::Impl {
         return 1;
     }
 
-    // Direct path set-up and issue; false: not possible (fall back to staged).
-    bool try_direct(Xfer *x) {
+    // Direct path set-up and issue: 1 issued, 0 not possible (fall back to
+    // staged), -EINVAL the peer's rkey does not match what its handle maps.
+    int try_direct(Xfer *x) {
         if (x->rkey.kind != GP_RKEY_CUDA_IPC && x->rkey.kind != GP_RKEY_CUDA_VMM &&
             x->rkey.kind != GP_RKEY_CUDA_POOL) {
-            return false;
+            return 0;
         }
-        if (!cuda::driver().available()) return false;
+        if (!cuda::driver().available()) return 0;
         const bool loopback = x->rkey.pid == ::getpid();
         int remote_dev = loopback ? x->rkey.device : device_by_uuid(x->rkey.dev_uuid);
         if (remote_dev < 0) {
             GP_DEBUG("xfer %llu: peer device not visible here: staged",
                      static_cast<unsigned long long>(x->id));
-            return false;
+            return 0;
         }
         for (const LocalSeg &s : x->mem.segs) {
             if (s.dev >= 0 && s.dev != remote_dev &&
                 !cuda::devices().can_access_peer(s.dev, remote_dev)) {
                 GP_DEBUG("xfer %llu: no peer access %d -> %d: staged",
                          static_cast<unsigned long long>(x->id), s.dev, remote_dev);
-                return false;
+                return 0;
             }
         }
         const int dev = x->mem.dev >= 0 ? x->mem.dev : remote_dev;
@@ -399,17 +405,37 @@ struct XferEngine::Impl {
             ptr = reinterpret_cast<char *>(x->remote);
         } else {
             auto res = import_buffer(x->ps->space, x->rkey, dev);
+            if (!res && res.error().code == kImportExtentMismatch) {
+                GP_ERROR("xfer %llu: remote key of pid %d for [%#llx, +%llu) rejected: %s",
+                         static_cast<unsigned long long>(x->id), int(x->rkey.pid),
+                         static_cast<unsigned long long>(x->rkey.base),
+                         static_cast<unsigned long long>(x->rkey.length),
+                         res.error().message.c_str());
+                return -EINVAL;
+            }
             if (!res) {
                 GP_DEBUG("xfer %llu: import of pid %d buffer %#llx failed (%s): staged",
                          static_cast<unsigned long long>(x->id), int(x->rkey.pid),
                          static_cast<unsigned long long>(x->rkey.base),
                          res.error().message.c_str());
-                return false;
+                return 0;
             }
             x->imp = std::move(res.value());
             if (x->sampled) x->t_start = Clock::now(); // the import is not the path's cost
             const auto *imp = x->imp.payload_as<Import>();
-            ptr = reinterpret_cast<char *>(imp->ptr + (x->remote - x->rkey.base));
+            // start() checked [remote, +len) against the rkey; the import
+            // checked the rkey against the real allocation: check both again
+            // against what is mapped, since imp may come from the cache
+            const uint64_t off = x->remote - x->rkey.base;
+            if (off > imp->size || x->len > imp->size - off) {
+                GP_ERROR("xfer %llu: [%#llx, +%zu) of pid %d is outside the %zu bytes its handle maps",
+                         static_cast<unsigned long long>(x->id),
+                         static_cast<unsigned long long>(x->remote), x->len, int(x->rkey.pid),
+                         imp->size);
+                x->imp.reset();
+                return -EINVAL;
+            }
+            ptr = reinterpret_cast<char *>(imp->ptr + off);
         }
         cuda::Status s = copy_direct(x, ptr, remote_dev);
         if (!s.ok()) {
@@ -418,10 +444,10 @@ struct XferEngine::Impl {
             x->imp.reset();
             GP_DEBUG("xfer %llu: direct copy failed (%s): staged",
                      static_cast<unsigned long long>(x->id), s.message.c_str());
-            return false;
+            return 0;
         }
         x->direct = true;
-        return true;
+        return 1;
     }
 
     // Issues the direct copies of `x` between its local memory and `ptr`.
@@ -595,8 +621,8 @@ void XferEngine::Impl::control(const void *data, uint32_t len) {
         seg = std::shared_ptr<StagingSegment>(std::move(s));
         attached.emplace(key, seg);
     }
-    const SegHeader &h = seg->header();
-    if (m.ring >= h.nrings || m.depth != h.depth || m.chunk != h.chunk) {
+    // against the shape checked at attach (never the shared header)
+    if (m.ring >= seg->nrings() || m.depth != seg->depth() || m.chunk != seg->chunk()) {
         return drop("ring shape mismatch");
     }
     RingHeader *rh = seg->ring(m.ring);
@@ -849,7 +875,14 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
     const bool want_direct =
         rkey->kind != GP_RKEY_HOST &&
         (m.cfg.path == GP_PATH_DIRECT || (m.cfg.path == GP_PATH_AUTO && auto_direct));
-    if (want_direct && !m.try_direct(x.get())) m.st.fallbacks++;
+    if (want_direct) {
+        const int d = m.try_direct(x.get());
+        if (d < 0) {
+            m.finish(x.get(), d);
+            return d;
+        }
+        if (d == 0) m.st.fallbacks++;
+    }
     if (x->direct && x->toks.empty()) {
         m.finish(x.get(), 0); // copied synchronously: complete, no callback
         return 0;
@@ -893,7 +926,7 @@ std::string XferEngine::format_stats() const {
         if (!ps->seg) continue;
         char buf[128];
         std::snprintf(buf, sizeof(buf), "\nstaging rings to pid %d: %zu B x %u (%s)", int(ps->pid),
-                      size_t(ps->seg->header().chunk), unsigned(ps->seg->header().depth),
+                      ps->seg->chunk(), ps->seg->depth(),
                       ps->have_shape ? "calibrated" : "configured");
         s += buf;
     }

@@ -167,21 +167,8 @@ cache::Result<cache::Payload> open_pool(cache::SpaceId space, const gp_rkey_t &k
     return cache::Payload(imp);
 }
 
-cache::Result<cache::Payload> pin_import(const cache::RegionInfo &) {
-    const PinCtx *c = t_ctx;
-    if (c == nullptr) return cache::make_cache_error(cache::kErrInvalidArgument, "no rkey");
-    cuda::ScopedContext scope(c->device);
-    if (!scope.ok()) return cuda_error(scope.status(), "context");
-    switch (c->rkey->kind) {
-    case GP_RKEY_CUDA_IPC: return open_ipc(*c->rkey, c->device);
-    case GP_RKEY_CUDA_VMM: return open_vmm(*c->rkey, c->device);
-    case GP_RKEY_CUDA_POOL: return open_pool(c->space, *c->rkey, c->device);
-    default: return cache::make_cache_error(cache::kErrInvalidArgument, "not importable");
-    }
-}
-
-void unpin_import(const cache::RegionInfo &ri, cache::Payload &&p) {
-    auto *imp = static_cast<Import *>(p.get());
+// Closes an import (in its device's context).
+void close_import(Import *imp) {
     if (imp == nullptr || !cuda::driver().available()) return;
     const auto &api = cuda::driver().api();
     cuda::ScopedContext scope(imp->device);
@@ -197,8 +184,58 @@ void unpin_import(const cache::RegionInfo &ri, cache::Payload &&p) {
         imp->pool.reset();
     }
     if (r != CUDA_SUCCESS) {
-        GP_DEBUG("import cache: closing peer buffer %#lx: %s", ri.addr, cuda::describe(r).c_str());
+        GP_DEBUG("import cache: closing an imported buffer at %#lx: %s",
+                 static_cast<unsigned long>(imp->ptr), cuda::describe(r).c_str());
     }
+}
+
+// The handle maps a real allocation whose extent the driver knows; the
+// rkey's length is only the peer's word. The import keeps the measured size,
+// and an rkey that claims more than [ptr, end of the allocation) is refused.
+// (VMM: cuMemMap of k.length from the handle already fails when the handle
+// is smaller.)
+cache::Result<cache::Payload> check_extent(cache::Result<cache::Payload> res, const gp_rkey_t &k) {
+    if (!res || k.kind == GP_RKEY_CUDA_VMM) return res;
+    auto *imp = static_cast<Import *>(res.value().get());
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CUresult r = cuda::driver().api().cuMemGetAddressRange(&base, &size, CUdeviceptr(imp->ptr));
+    std::string why;
+    if (r != CUDA_SUCCESS) {
+        why = "cuMemGetAddressRange of the imported buffer: " + cuda::describe(r);
+    } else if (imp->ptr < uintptr_t(base) || imp->ptr - uintptr_t(base) >= size) {
+        why = "the imported pointer lies outside the allocation the driver reports";
+    } else if (k.length > size - (imp->ptr - uintptr_t(base))) {
+        why = "the remote key claims " + std::to_string(k.length) + " bytes, the allocation behind its handle has " +
+              std::to_string(size - (imp->ptr - uintptr_t(base)));
+    }
+    if (why.empty()) {
+        imp->size = size - (imp->ptr - uintptr_t(base));
+        return res;
+    }
+    close_import(imp);
+    return cache::make_cache_error(kImportExtentMismatch, why);
+}
+
+cache::Result<cache::Payload> open_import(const PinCtx &c) {
+    switch (c.rkey->kind) {
+    case GP_RKEY_CUDA_IPC: return open_ipc(*c.rkey, c.device);
+    case GP_RKEY_CUDA_VMM: return open_vmm(*c.rkey, c.device);
+    case GP_RKEY_CUDA_POOL: return open_pool(c.space, *c.rkey, c.device);
+    default: return cache::make_cache_error(cache::kErrInvalidArgument, "not importable");
+    }
+}
+
+cache::Result<cache::Payload> pin_import(const cache::RegionInfo &) {
+    const PinCtx *c = t_ctx;
+    if (c == nullptr) return cache::make_cache_error(cache::kErrInvalidArgument, "no rkey");
+    cuda::ScopedContext scope(c->device);
+    if (!scope.ok()) return cuda_error(scope.status(), "context");
+    return check_extent(open_import(*c), *c->rkey);
+}
+
+void unpin_import(const cache::RegionInfo &, cache::Payload &&p) {
+    close_import(static_cast<Import *>(p.get()));
 }
 
 std::mutex g_mu;

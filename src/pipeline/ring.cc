@@ -28,13 +28,13 @@ size_t segment_bytes(unsigned nrings, unsigned depth, size_t chunk) noexcept {
 }
 
 RingHeader *StagingSegment::ring(unsigned i) const noexcept {
-    auto *base = static_cast<char *>(map_) + kSegHeaderBytes + size_t(i) * hdr_->ring_stride;
+    auto *base = static_cast<char *>(map_) + kSegHeaderBytes + size_t(i) * ring_stride_;
     return reinterpret_cast<RingHeader *>(base);
 }
 
 char *StagingSegment::slot(unsigned r, uint64_t chunk_index) const noexcept {
     auto *base = reinterpret_cast<char *>(ring(r)) + kRingHeaderBytes;
-    return base + (chunk_index % hdr_->depth) * hdr_->chunk;
+    return base + (chunk_index % depth_) * chunk_;
 }
 
 std::unique_ptr<StagingSegment> StagingSegment::create(unsigned nrings, unsigned depth,
@@ -61,16 +61,20 @@ std::unique_ptr<StagingSegment> StagingSegment::create(unsigned nrings, unsigned
     }
     s->map_ = p;
     s->size_ = size;
-    s->hdr_ = static_cast<SegHeader *>(p);
     uint64_t id = 0;
     if (::getrandom(&id, sizeof(id), 0) != sizeof(id) || id == 0) {
         id = (uint64_t(::getpid()) << 32) ^ reinterpret_cast<uintptr_t>(p) ^ 0x5bd1e995u;
     }
-    SegHeader *h = s->hdr_;
+    s->seg_id_ = id;
+    s->nrings_ = nrings;
+    s->depth_ = depth;
+    s->chunk_ = chunk;
+    s->ring_stride_ = kRingHeaderBytes + size_t(depth) * chunk;
+    auto *h = static_cast<SegHeader *>(p);
     h->seg_id = id;
     h->size = size;
     h->chunk = chunk;
-    h->ring_stride = kRingHeaderBytes + size_t(depth) * chunk;
+    h->ring_stride = s->ring_stride_;
     h->nrings = nrings;
     h->depth = depth;
     h->owner_pid = ::getpid();
@@ -114,8 +118,10 @@ std::unique_ptr<StagingSegment> StagingSegment::attach(pid_t pid, int fd, uint64
     }
     s->map_ = p;
     s->size_ = size;
-    s->hdr_ = static_cast<SegHeader *>(p);
-    const SegHeader &h = *s->hdr_;
+    // one private copy of the header: checked, then the only source of the
+    // shape (the requester can rewrite the shared one at any time)
+    SegHeader h;
+    std::memcpy(&h, p, sizeof(h));
     if (h.magic != kSegMagic || h.version != kSegVersion || h.seg_id != seg_id ||
         h.size != size || h.owner_pid != pid ||
         segment_bytes(h.nrings, h.depth, h.chunk) != size ||
@@ -123,6 +129,11 @@ std::unique_ptr<StagingSegment> StagingSegment::attach(pid_t pid, int fd, uint64
         *err = "staging segment header mismatch";
         return nullptr;
     }
+    s->seg_id_ = h.seg_id;
+    s->nrings_ = h.nrings;
+    s->depth_ = h.depth;
+    s->chunk_ = h.chunk;
+    s->ring_stride_ = h.ring_stride;
     s->pin_.pin(s->map_, s->size_, "staging ring");
     return s;
 }
@@ -139,7 +150,7 @@ void RingWire::reset(StagingSegment *seg, unsigned ring, uint64_t xfer_id,
     ring_idx_ = ring;
     ring_ = seg->ring(ring);
     xfer_id_ = xfer_id;
-    depth_ = seg->header().depth;
+    depth_ = seg->depth();
     check_id_ = check_id;
 }
 

@@ -8,6 +8,8 @@ namespace gdrpipe::wire {
 namespace {
 bool is_pow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+// one load of a field another process may be writing
+template <class T> T load_once(const T &field) { return __atomic_load_n(&field, __ATOMIC_RELAXED); }
 } // namespace
 
 size_t Fifo::segment_size(uint32_t num_elems, uint32_t elem_size) noexcept {
@@ -35,32 +37,39 @@ void Fifo::format(void *base, uint32_t num_elems, uint32_t elem_size,
     h->magic = kShmMagic;
 }
 
-const char *Fifo::validate(const void *base, size_t mapped_size,
-                           uint64_t expected_seg_id) noexcept {
+const char *Fifo::validate(const void *base, size_t mapped_size, uint64_t expected_seg_id,
+                           FifoShape *shape) noexcept {
     if (mapped_size < sizeof(FifoHeader)) return "segment smaller than its header";
     auto *h = static_cast<const FifoHeader *>(base);
-    if (h->magic != kShmMagic) return "bad magic";
-    if (h->version != kShmVersion) return "unsupported segment version";
-    if (h->seg_id != expected_seg_id) return "segment id mismatch (stale address?)";
-    if (!is_pow2(h->num_elems)) return "element count not a power of two";
-    if (h->elem_size < sizeof(ElemHeader) + 8 || h->elem_size % 16 != 0 ||
-        h->elem_size > (64u << 20)) {
+    if (load_once(h->magic) != kShmMagic) return "bad magic";
+    if (load_once(h->version) != kShmVersion) return "unsupported segment version";
+    if (load_once(h->seg_id) != expected_seg_id) return "segment id mismatch (stale address?)";
+    const FifoShape s{load_once(h->num_elems), load_once(h->elem_size)};
+    if (!is_pow2(s.num_elems)) return "element count not a power of two";
+    if (s.elem_size < sizeof(ElemHeader) + 8 || s.elem_size % 16 != 0 ||
+        s.elem_size > (64u << 20)) {
         return "bad element size";
     }
-    if (segment_size(h->num_elems, h->elem_size) > mapped_size) {
+    if (segment_size(s.num_elems, s.elem_size) > mapped_size) {
         return "segment truncated";
     }
+    if (shape != nullptr) *shape = s;
     return nullptr;
 }
 
-Fifo::Fifo(void *base, size_t mapped_size) noexcept {
-    (void)mapped_size;
+Fifo::Fifo(void *base, const FifoShape &shape) noexcept {
     hdr_ = static_cast<FifoHeader *>(base);
     elems_ = static_cast<uint8_t *>(base) + align_up(sizeof(FifoHeader), 64);
-    num_elems_ = hdr_->num_elems;
-    elem_size_ = hdr_->elem_size;
+    num_elems_ = shape.num_elems;
+    elem_size_ = shape.elem_size;
     mask_ = num_elems_ - 1;
     read_idx_ = hdr_->tail.load(std::memory_order_acquire);
+}
+
+Fifo::Fifo(void *base, size_t mapped_size) noexcept
+    : Fifo(base, FifoShape{static_cast<FifoHeader *>(base)->num_elems,
+                           static_cast<FifoHeader *>(base)->elem_size}) {
+    (void)mapped_size;
 }
 
 bool Fifo::has_space() const noexcept {
@@ -94,10 +103,12 @@ void Fifo::commit(uint64_t index, uint8_t am_id, uint32_t length) noexcept {
 bool Fifo::peek(Message *msg) const noexcept {
     ElemHeader *e = elem(read_idx_);
     if (e->seq.load(std::memory_order_acquire) != read_idx_ + 1) return false;
-    msg->am_id = e->am_id;
-    // a corrupt length must never make the consumer read past the element
-    msg->corrupt = e->length > max_payload();
-    msg->length = msg->corrupt ? 0 : e->length;
+    msg->am_id = load_once(e->am_id);
+    // a corrupt length must never make the consumer read past the element:
+    // one load, checked and used (a producer may still be writing it)
+    const uint32_t length = load_once(e->length);
+    msg->corrupt = length > max_payload();
+    msg->length = msg->corrupt ? 0 : length;
     msg->data = reinterpret_cast<uint8_t *>(e) + sizeof(ElemHeader);
     return true;
 }

@@ -93,7 +93,7 @@ std::unique_ptr<ShmIface> ShmIface::open(const ShmConfig &cfg, std::string *err)
     iface->seg_id_ = random_id();
     Fifo::format(p, n, esize, int32_t(::getpid()), iface->seg_id_,
                  process_start_time(::getpid()));
-    iface->rx_ = Fifo(p, size);
+    iface->rx_ = Fifo(p, FifoShape{n, esize});
     GP_DEBUG("shm iface: fifo %u x %u bytes, fd %d, seg %016llx", n, esize,
              iface->fd_, static_cast<unsigned long long>(iface->seg_id_));
     return iface;
@@ -164,9 +164,22 @@ ShmPeer *ShmIface::connect(const void *addr, size_t len, std::string *err) {
         *err = std::string("mmap peer segment: ") + std::strerror(errno);
         return nullptr;
     }
-    if (const char *why = Fifo::validate(p, size, a.seg_id)) {
+    FifoShape shape;
+    if (const char *why = Fifo::validate(p, size, a.seg_id, &shape)) {
         ::munmap(p, size);
         *err = std::string("peer segment rejected: ") + why;
+        return nullptr;
+    }
+    Fifo fifo(p, shape); // the validated shape, not a second read of the header
+    if (fifo.max_payload() < max_payload()) {
+        // our messages are bounded by our own element size (max_payload() is
+        // what this interface sends and receives): they cannot be split, so
+        // a peer with smaller elements cannot take them
+        *err = "UCX_GDRPIPE_SEG_SIZE differs between the processes: pid " + std::to_string(a.pid) +
+               " accepts messages of up to " + std::to_string(fifo.max_payload()) +
+               " bytes, this process (pid " + std::to_string(::getpid()) + ") sends up to " +
+               std::to_string(max_payload()) + "; set the same UCX_GDRPIPE_SEG_SIZE in every process";
+        ::munmap(p, size);
         return nullptr;
     }
     auto *peer = new ShmPeer();
@@ -174,7 +187,7 @@ ShmPeer *ShmIface::connect(const void *addr, size_t len, std::string *err) {
     peer->seg_id_ = a.seg_id;
     peer->map_ = p;
     peer->map_size_ = size;
-    peer->fifo_ = Fifo(p, size);
+    peer->fifo_ = fifo;
     peer->start_time_ = peer->fifo_.header()->owner_start_time;
     peer->refs_ = 1;
     peers_.emplace(key, peer);

@@ -26,7 +26,7 @@ struct Import {
     uint16_t kind = 0;        // GP_RKEY_CUDA_IPC / _VMM / _POOL
     int device = -1;          // local ordinal of the context that opened it
     uintptr_t ptr = 0;        // mapping of the peer allocation's base
-    size_t size = 0;
+    size_t size = 0;          // bytes mapped from ptr on (measured, not the rkey's)
     unsigned long long vmm_handle = 0;
     size_t vmm_reserved = 0;
     std::shared_ptr<ImportedPool> pool; // GP_RKEY_CUDA_POOL: the imported pool
@@ -40,9 +40,15 @@ void import_cache_configure(size_t max_regions, size_t max_bytes);
 cache::RegionCache &import_cache();
 bool import_cache_exists() noexcept;
 
+// Error code of import_buffer() when the rkey's range is larger than the
+// allocation its handle really maps (a CUresult is below 1000).
+inline constexpr int kImportExtentMismatch = 100000;
+
 // A mapping of the peer allocation described by `rkey` (kind IPC, VMM or POOL),
 // opened in device `local_device`'s context. The pointer for a remote address
-// a is payload->ptr + (a - rkey->base).
+// a is payload->ptr + (a - rkey->base). The rkey's [base, base + length) is
+// the peer's claim: the import measures the mapped allocation and fails with
+// kImportExtentMismatch when `length` does not fit in it.
 cache::Result<cache::RegionRef> import_buffer(cache::SpaceId space, const gp_rkey_t &rkey,
                                               int local_device);
 

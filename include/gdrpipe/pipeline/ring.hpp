@@ -68,11 +68,16 @@ public:
     StagingSegment(const StagingSegment &) = delete;
     StagingSegment &operator=(const StagingSegment &) = delete;
 
-    const SegHeader &header() const noexcept { return *hdr_; }
+    // The shape as created or as checked at attach. The shared SegHeader is
+    // never read again: the other process may rewrite it at any time.
+    unsigned nrings() const noexcept { return nrings_; }
+    unsigned depth() const noexcept { return depth_; }
+    size_t chunk() const noexcept { return chunk_; }
     int fd() const noexcept { return fd_; }
-    uint64_t seg_id() const noexcept { return hdr_->seg_id; }
+    uint64_t seg_id() const noexcept { return seg_id_; }
     size_t size() const noexcept { return size_; }
     bool pinned() const noexcept { return pin_.pinned(); }
+    // Ring i < nrings() and its slots, inside the mapping.
     RingHeader *ring(unsigned i) const noexcept;
     char *slot(unsigned ring, uint64_t chunk_index) const noexcept;
 
@@ -81,7 +86,11 @@ private:
     int fd_ = -1;
     void *map_ = nullptr;
     size_t size_ = 0;
-    SegHeader *hdr_ = nullptr;
+    uint64_t seg_id_ = 0;
+    unsigned nrings_ = 0;
+    unsigned depth_ = 1;
+    size_t chunk_ = 0;
+    size_t ring_stride_ = 0;
     HostPin pin_;
 };
 

@@ -47,10 +47,21 @@ struct alignas(16) ElemHeader {
 };
 static_assert(sizeof(ElemHeader) == 16);
 
+// The shape of a FIFO as validated: a peer's header may change after the
+// check, so the view is built from this copy, never from the header again.
+struct FifoShape {
+    uint32_t num_elems = 0;
+    uint32_t elem_size = 0;
+};
+
 // View of a FIFO mapped at `base` (either side).
 class Fifo {
 public:
     Fifo() = default;
+    // A segment whose shape is known: formatted here, or validated (the
+    // shape validate() returned).
+    Fifo(void *base, const FifoShape &shape) noexcept;
+    // Takes the shape from the header (tests; a segment nobody else maps).
     Fifo(void *base, size_t mapped_size) noexcept;
 
     // Layout helpers.
@@ -58,9 +69,10 @@ public:
     static void format(void *base, uint32_t num_elems, uint32_t elem_size,
                        int32_t owner_pid, uint64_t seg_id, uint64_t start_time) noexcept;
     // Checks a mapped segment's header before it is trusted (a peer's
-    // segment may be garbage): returns nullptr or a reason.
+    // segment may be garbage): returns nullptr or a reason. Each field is
+    // read once; the shape checked is stored in *shape (when given).
     static const char *validate(const void *base, size_t mapped_size,
-                                uint64_t expected_seg_id) noexcept;
+                                uint64_t expected_seg_id, FifoShape *shape = nullptr) noexcept;
 
     FifoHeader *header() const noexcept { return hdr_; }
     uint32_t max_payload() const noexcept { return elem_size_ - sizeof(ElemHeader); }

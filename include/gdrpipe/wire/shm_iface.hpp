@@ -67,12 +67,16 @@ public:
 
     ShmAddress address() const noexcept;
     Fifo &rx() noexcept { return rx_; }
+    // The largest message this interface receives, and the largest it sends:
+    // connect() refuses a peer whose elements are smaller.
     uint32_t max_payload() const noexcept { return rx_.max_payload(); }
 
     // Checks an address received from the network; nullptr when acceptable.
     static const char *check_address(const void *addr, size_t len) noexcept;
 
-    // Maps (or shares the existing mapping of) the peer at `addr`.
+    // Maps (or shares the existing mapping of) the peer at `addr`. Fails when
+    // the peer's FIFO elements hold less than max_payload() (a different
+    // UCX_GDRPIPE_SEG_SIZE), with an error naming both sizes.
     ShmPeer *connect(const void *addr, size_t len, std::string *err);
     void release(ShmPeer *peer);
     size_t num_peers() const;

@@ -15,6 +15,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -344,4 +346,38 @@ TEST_CASE("an inverted rule (staged below) survives the cache", "[model][cache]"
     CHECK(*back == rec);
     CHECK(back->model.choose(1) == Path::staged);
     CHECK(back->model.choose(std::size_t{64} << 20) == Path::direct);
+}
+
+// The cache directory may be shared (UCX_GDRPIPE_CALIB_DIR): a file planted
+// under an entry's name must neither block the process nor redirect it.
+TEST_CASE("cache load: a FIFO planted as an entry does not block", "[model][cache][security]") {
+    TempDir d;
+    const CalibCache cache(d.path);
+    REQUIRE(::mkfifo(cache.path_for(key_a()).c_str(), 0600) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) ::_exit(cache.load(key_a()).has_value() ? 1 : 0);
+    int st = 0;
+    bool exited = false;
+    for (int i = 0; i < 500 && !exited; ++i) {
+        exited = ::waitpid(pid, &st, WNOHANG) == pid;
+        if (!exited) ::usleep(10000);
+    }
+    if (!exited) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &st, 0);
+    }
+    CHECK(exited); // within 5 s
+    CHECK((exited && WIFEXITED(st) && WEXITSTATUS(st) == 0));
+}
+
+TEST_CASE("cache load: a symlink planted as an entry is not followed", "[model][cache][security]") {
+    TempDir d, other;
+    const CalibCache cache(d.path), elsewhere(other.path);
+    REQUIRE(elsewhere.store(key_a(), sample_record()));
+    REQUIRE(elsewhere.load(key_a()).has_value());
+    fs::create_symlink(elsewhere.path_for(key_a()), cache.path_for(key_a()));
+    std::string why;
+    CHECK_FALSE(cache.load(key_a(), &why).has_value());
+    INFO(why);
 }

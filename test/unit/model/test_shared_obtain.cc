@@ -319,3 +319,19 @@ TEST_CASE("pair lock name does not depend on the direction", "[model][shared]") 
     CHECK(pair_lock_name("GPU-a", "GPU-b") != pair_lock_name("GPU-a", "GPU-c"));
     CHECK(pair_lock_name("GPU-a", "GPU-b").find(".lock") != std::string::npos);
 }
+
+TEST_CASE("shared obtain: a symlink planted as the lock file is not followed", "[model][shared][security]") {
+    TempDir td, other;
+    CalibCache cache(td.path);
+    std::string lock = cache.path_for(kKey);
+    lock.replace(lock.size() - 4, 4, ".lock");
+    const std::string target = other.path + "/created-through-the-link";
+    fs::create_symlink(target, lock);
+    Factory f;
+    FakeTime ft;
+    SharedOptions so;
+    SharedObtained a = obtain_shared(kKey, f.fn(), ft.opts(), &cache, so);
+    CHECK(a.status == CalibStatus::ok);
+    CHECK_FALSE(a.locked); // calibrated without the lock
+    CHECK_FALSE(fs::exists(target));
+}

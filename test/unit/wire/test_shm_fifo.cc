@@ -105,6 +105,33 @@ TEST_CASE("fifo header validation rejects garbage", "[wire]") {
     CHECK(Fifo::validate(base, size, 1) != nullptr);
 }
 
+TEST_CASE("fifo: a view keeps the validated shape when the header changes later",
+          "[wire][security]") {
+    auto mem = segment(4, 64);
+    void *base = aligned(mem);
+    const size_t size = Fifo::segment_size(4, 64);
+    Fifo::format(base, 4, 64, 1, 42, 0);
+    FifoShape shape;
+    REQUIRE(Fifo::validate(base, size, 42, &shape) == nullptr);
+    CHECK(shape.num_elems == 4);
+    CHECK(shape.elem_size == 64);
+    // the owner rewrites its header between the check and the view
+    auto *h = static_cast<FifoHeader *>(base);
+    h->num_elems = 1u << 20;
+    h->elem_size = 1u << 20;
+    Fifo tx(base, shape);
+    CHECK(tx.max_payload() == 48);
+    const auto *lo = static_cast<const uint8_t *>(base), *hi = lo + size;
+    for (int i = 0; i < 4; ++i) {
+        uint64_t idx;
+        auto *p = static_cast<const uint8_t *>(tx.reserve(&idx));
+        REQUIRE(p != nullptr);
+        CHECK((p > lo && p + tx.max_payload() <= hi));
+    }
+    uint64_t idx;
+    CHECK(tx.reserve(&idx) == nullptr); // full after the 4 validated elements
+}
+
 TEST_CASE("multi-producer stress keeps every message exactly once", "[wire]") {
     constexpr uint32_t kN = 64, kPerThread = 20000, kThreads = 3;
     auto mem = segment(kN, 64);
@@ -181,7 +208,7 @@ TEST_CASE("two processes exchange messages through the FIFO", "[wire]") {
     if (pid == 0) {
         // the child opens its own view through /proc/<ppid>/fd like a peer
         std::string e;
-        auto child = ShmIface::open(ShmConfig{}, &e);
+        auto child = ShmIface::open(ShmConfig{16, 256}, &e); // the same element size
         if (!child) _exit(2);
         ShmPeer *peer = child->connect(&a, sizeof(a), &e);
         if (peer == nullptr) _exit(3);

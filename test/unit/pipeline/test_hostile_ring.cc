@@ -1,0 +1,116 @@
+// A hostile requester against the owner's staged path: it rewrites the shape
+// in the header of its own staging segment after the owner attached it, then
+// asks for a transfer in that shape. The owner must keep the shape it checked
+// at attach time and drop the request.
+#include "server.hpp"
+
+#include "gdrpipe/pipeline/control.hpp"
+#include "gdrpipe/pipeline/ring.hpp"
+#include "gdrpipe/wire/shm_iface.hpp"
+
+#include <sys/mman.h>
+
+using namespace pt;
+using namespace gdrpipe::pipeline;
+
+namespace {
+
+void post(Node &n, const CtrlMsg &m) {
+    uint64_t idx;
+    void *buf = nullptr;
+    while ((buf = gp_shm_reserve(n.peer, &idx)) == nullptr) n.pump();
+    std::memcpy(buf, &m, sizeof(m));
+    gp_shm_commit(n.peer, idx, GP_CTRL_AM_ID, sizeof(m));
+}
+
+CtrlMsg stage_out(const StagingSegment &seg, uint64_t xfer_id, uint32_t depth, uint64_t chunk,
+                  uint64_t addr, uint64_t len) {
+    CtrlMsg m{};
+    m.type = kStageOut;
+    m.req_pid = getpid();
+    m.seg_fd = seg.fd();
+    m.req_start_time = gdrpipe::wire::process_start_time(getpid());
+    m.seg_id = seg.seg_id();
+    m.seg_size = seg.size();
+    m.ring = 0;
+    m.depth = depth;
+    m.chunk = chunk;
+    m.xfer_id = xfer_id;
+    m.remote_addr = addr;
+    m.length = len;
+    ctrl_seal(m);
+    return m;
+}
+
+void arm_ring(RingHeader *rh, uint64_t xfer_id) {
+    rh->produced.store(0);
+    rh->consumed.store(0);
+    rh->error.store(0);
+    rh->xfer_id.store(xfer_id);
+}
+
+} // namespace
+
+TEST_CASE("hostile requester: a staging header rewritten after attach is not followed",
+          "[pipeline][sim][security]") {
+    SKIP_WITHOUT_SIM();
+    auto a = [](Node &n) -> int {
+        if (int rc = node_setup(n, {config(GP_PATH_STAGED)})) return rc;
+        const size_t kBuf = size_t{4} << 20;
+        Reply r;
+        PT_CHECK(remote_alloc(n, kHost, kBuf, 11, true, &r));
+        // 4 rings x 1 slot x 64 KiB: a mapping of about 276 KiB in the owner
+        std::string err;
+        auto seg = StagingSegment::create(4, 1, kMinChunk, &err);
+        PT_CHECK(seg != nullptr);
+        RingHeader *rh = seg->ring(0);
+
+        // an honest request first: the owner attaches and serves it
+        arm_ring(rh, 1);
+        post(n, stage_out(*seg, 1, 1, kMinChunk, r.addr, kMinChunk));
+        auto t0 = Clock::now();
+        while (rh->produced.load() < 1) {
+            n.pump();
+            PT_CHECK(std::chrono::duration<double>(Clock::now() - t0).count() < 20);
+        }
+        std::vector<uint8_t> want(kMinChunk);
+        fill_host(want.data(), want.size(), 11);
+        PT_CHECK(std::memcmp(seg->slot(0, 0), want.data(), want.size()) == 0);
+        rh->consumed.store(1);
+
+        // then the header says 1 GiB chunks, 64 deep, and a request in that shape
+        void *p = ::mmap(nullptr, seg->size(), PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd(), 0);
+        PT_CHECK(p != MAP_FAILED);
+        auto *h = static_cast<SegHeader *>(p);
+        h->chunk = size_t{1} << 30;
+        h->depth = kMaxDepth;
+        h->ring_stride = kRingHeaderBytes + kMaxDepth * (size_t{1} << 30);
+        arm_ring(rh, 2);
+        post(n, stage_out(*seg, 2, kMaxDepth, size_t{1} << 30, r.addr, kBuf));
+        t0 = Clock::now();
+        while (std::chrono::duration<double>(Clock::now() - t0).count() < 0.3) n.pump();
+
+        Cmd c;
+        c.op = kStats;
+        Reply s;
+        PT_CHECK(call(n, c, &s)); // the owner is alive
+        std::fprintf(stderr, "hostile ring: owner dropped %llu, served %llu\n",
+                     static_cast<unsigned long long>(s.value),
+                     static_cast<unsigned long long>(s.value2));
+        PT_CHECK(s.value == 1);  // the reshaped request
+        PT_CHECK(s.value2 == 1); // only the honest one
+        PT_CHECK(rh->produced.load() == 0);
+        PT_CHECK(remote_check(n, r.addr, 11));
+        ::munmap(p, seg->size());
+        seg.reset();
+
+        // and the owner still serves well-formed transfers
+        if (int rc = get_put(n, 0, kDev0, kHost, 300000, 12)) return rc;
+        PT_CHECK(remote_free(n, r.addr));
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
+    REQUIRE(run_pair(a, b, 30) == "");
+}
