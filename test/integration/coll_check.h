@@ -50,6 +50,7 @@ long cc_run_move(MPI_Comm comm, int n);     /* coll_move.c */
 long cc_run_reduce(MPI_Comm comm, int n);   /* coll_reduce.c */
 long cc_run_neighbor(MPI_Comm comm, int n); /* coll_neighbor.c */
 long cc_p2p_vector(MPI_Comm comm, int n);   /* coll_p2p.c */
+long cc_run_inter(int n);                   /* coll_inter.c: world's halves */
 
 static inline long cc_run_all(MPI_Comm comm, int n)
 {

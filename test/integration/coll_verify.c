@@ -1,8 +1,9 @@
 /* coll_verify: every MPI collective (blocking, nonblocking, v/w forms,
  * neighbourhood), reductions over several predefined types and operations
- * (MPI_IN_PLACE too), on MPI_COMM_WORLD and on communicators from
- * MPI_Comm_split, and point-to-point with MPI_Type_vector, on buffers in
- * device memory (-d cuda) or host memory (-d host). Inputs are written and
+ * (MPI_IN_PLACE too), on MPI_COMM_WORLD, on communicators from
+ * MPI_Comm_split and on an intercommunicator between them, and
+ * point-to-point with MPI_Type_vector, on buffers in device memory
+ * (-d cuda) or host memory (-d host). Inputs are written and
  * results read back through the CUDA driver (devmem.h); every result is
  * checked on the host, including the gaps a datatype or a displacement
  * leaves alone. Exit status 0 when every check passed on every rank.
@@ -86,6 +87,14 @@ int main(int argc, char **argv)
             }
             fails += f;
         }
+    }
+    for (int s = 0; coll && s < nsizes; s++) {
+        long f = cc_run_inter(sizes[s]);
+        if (f != 0) {
+            fprintf(stderr, "coll_verify: rank %d: %ld failed checks on the intercommunicator, "
+                            "%d elements\n", rank, f, sizes[s]);
+        }
+        fails += f;
     }
     if (p2p) {
         for (int s = 0; s < nsizes; s++) {
