@@ -42,7 +42,7 @@
                                          GPO_M->next.coll_##fn##_module);    \
         if (prc_ < 0) return prc_;                                           \
         gpo_stage_end(&st_, 0);                                              \
-        return gpo_refuse("persistent collective MPIX_" #fn);                \
+        return gpo_refuse("persistent collective " #fn " (MPIX_*_init)");                \
     } while (0)
 
 #define ST (&st_)

@@ -85,7 +85,7 @@ int gpo_end_request(gpo_stage_t *st, int rc, ompi_request_t **reqp)
 int gpo_refuse(const char *what)
 {
     fprintf(stderr,
-            "gdrpipe (Open MPI): %s with a device buffer is not supported "
+            "gdrpipe (Open MPI): %s on a device buffer: not supported "
             "(this Open MPI has no CUDA support and gdrpipe cannot stage it)\n",
             what);
     return OMPI_ERR_NOT_SUPPORTED;
