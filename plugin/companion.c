@@ -18,6 +18,8 @@ static const gp_companion_t companion = {
     .cuda_why_not   = gp_cuda_why_not,
     .is_device      = companion_is_device,
     .copy           = gp_cuda_copy,
+    .host_alloc     = gp_cuda_host_alloc,
+    .host_free      = gp_cuda_host_free,
 };
 
 __attribute__((visibility("default")))

@@ -31,6 +31,10 @@ typedef struct gp_companion {
     /* synchronous copy between any two pointers (host or device);
      * 0, or <0 with err filled */
     int (*copy)(void *dst, const void *src, size_t len, char *err, size_t errlen);
+    /* page-locked host memory for staging (faster copies than pageable
+     * memory); NULL with err filled on failure */
+    void *(*host_alloc)(size_t len, char *err, size_t errlen);
+    void (*host_free)(void *ptr);
 } gp_companion_t;
 
 /* NULL when the caller wants a newer version than this plugin has */
