@@ -2,6 +2,7 @@
 #include "gpo_stage.h"
 
 #include "gpo_dev.h"
+#include "gpo_hostbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,14 +18,14 @@ void *gpo_stage_add(gpo_stage_t *st, void *user, gpo_span_t span, int flags)
         return NULL;
     }
     size_t len = (size_t)(span.hi - span.lo);
-    void *host = NULL;
-    if (posix_memalign(&host, 64, len) != 0) {
+    void *host = gpo_hostbuf_get(len);
+    if (host == NULL) {
         fprintf(stderr, "gdrpipe (Open MPI): no host memory to stage %zu bytes\n", len);
         return NULL;
     }
     char *dev = (char *)user + span.lo;
     if ((flags & GPO_IN) && gpo_copy(host, dev, len) != 0) {
-        free(host);
+        gpo_hostbuf_put(host);
         return NULL;
     }
     st->b[st->n].user = user;
@@ -44,7 +45,7 @@ int gpo_stage_end(gpo_stage_t *st, int ok)
             gpo_copy(st->b[i].user + st->b[i].span.lo, st->b[i].host, len) != 0) {
             rc = -1;
         }
-        free(st->b[i].host);
+        gpo_hostbuf_put(st->b[i].host);
     }
     st->n = 0;
     return rc;
