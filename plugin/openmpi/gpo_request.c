@@ -1,8 +1,8 @@
 /* Completion of staged operations (collectives, point-to-point): blocking
  * ones copy their outputs back before they return; nonblocking ones when
  * their request completes, from a completion callback chained in front of
- * whatever callback the request already had (Open MPI calls it from progress, before MPI_Wait or
- * MPI_Test can report the request complete). */
+ * whatever callback the request already had (Open MPI calls it from
+ * progress, before MPI_Wait or MPI_Test can report the request complete). */
 #include "ompi_config.h"
 
 #include "gpo_request.h"
@@ -46,13 +46,14 @@ static int pending_complete(ompi_request_t *arg)
         req->req_status.MPI_ERROR = MPI_ERR_OTHER;
     }
     void *old_data = p->old_data;
+    int direct = (void *)arg == (void *)req;
     p->magic = 0;
     free(p);
-    if (old_cb == NULL) {
-        return 0;
+    if (direct || old_cb != NULL) {
+        /* the request's data is ours only when it called us itself */
+        req->req_complete_cb_data = old_data;
     }
-    req->req_complete_cb_data = old_data;
-    return old_cb(req);
+    return old_cb != NULL ? old_cb(req) : 0;
 }
 
 int gpo_end_request(gpo_stage_t *st, int rc, ompi_request_t **reqp)
