@@ -126,16 +126,17 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
     return 1;
 }
 
+/* Open MPI's broadcasts (base/tuned, basic, libnbc, inter) move the buffer
+ * only by point-to-point, never with the CPU: a contiguous one stays on the
+ * device and goes through UCX and gdrpipe's GPU paths; only a
+ * non-contiguous datatype (packed by the CPU in pml ucx) is staged. */
 int gpo_prep_bcast(gpo_stage_t *st, void **buf, int count, gpo_dt_t *dt, int root,
                    gpo_comm_t *comm)
 {
     int r = role(comm, root);
-    if (r == ROLE_NONE || !dev(*buf)) return 0;
-    if (r == ROLE_ROOT) {
-        TRY(put(st, buf, gpo_span(dt, count), GPO_IN));
-    } else {
-        TRY(put_out(st, buf, gpo_span(dt, count), !gpo_dense(dt, count)));
-    }
+    if (r == ROLE_NONE || gpo_dense(dt, count) || !dev(*buf)) return 0;
+    /* receivers copy in too: the datatype's gaps */
+    TRY(put(st, buf, gpo_span(dt, count), r == ROLE_ROOT ? GPO_IN : GPO_IN | GPO_OUT));
     return 1;
 }
 
