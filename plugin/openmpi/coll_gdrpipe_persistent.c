@@ -1,6 +1,6 @@
-/* Persistent collectives of the module (MPIX_*_init): these start again
- * at every MPI_Start, which a one-time staging cannot follow, so device
- * buffers are refused with a message; host buffers go to the next module. */
+/* Persistent collectives of the module (MPIX_*_init): the next module's
+ * request on host buffers that stay staged for the request's life
+ * (gpo_end_persistent); host buffers go straight to the next module. */
 #include "coll_gdrpipe_wrap.h"
 #include "coll_gdrpipe_funcs.h"
 

@@ -32,17 +32,16 @@
         return gpo_end_request(&st_, GPO_INEXT(fn, __VA_ARGS__), request);  \
     } while (0)
 
-/* persistent (MPIX_*_init): host buffers only; a device buffer is refused */
+/* persistent (MPIX_*_init): the staged buffers stay with the request, each
+ * MPI_Start copies the inputs in, each completion the outputs back */
 #define GPO_PERSISTENT(fn, PREP, ...)                                        \
     do {                                                                     \
         gpo_stage_t st_ = GPO_STAGE_INIT;                                    \
         int prc_ = PREP;                                                     \
-        if (prc_ == 0)                                                       \
-            return GPO_M->next.coll_##fn(__VA_ARGS__, info, request,         \
-                                         GPO_M->next.coll_##fn##_module);    \
         if (prc_ < 0) return prc_;                                           \
-        gpo_stage_end(&st_, 0);                                              \
-        return gpo_refuse("persistent collective " #fn " (MPIX_*_init)");                \
+        int rc_ = GPO_M->next.coll_##fn(__VA_ARGS__, info, request,          \
+                                        GPO_M->next.coll_##fn##_module);     \
+        return prc_ ? gpo_end_persistent(&st_, rc_, request) : rc_;          \
     } while (0)
 
 #define ST (&st_)

@@ -7,6 +7,7 @@
 
 #include "gpo_request.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,7 +19,8 @@
 typedef struct gpo_pending {
     unsigned long long magic; /* first: tells the two ways of being called apart */
     ompi_request_t *req;
-    gpo_stage_t st;
+    gpo_stage_t st;           /* owned: copied back and freed */
+    gpo_stage_t *shared;      /* or a persistent request's: copied back only */
     ompi_request_complete_fn_t old_cb;
     void *old_data;
 } gpo_pending_t;
@@ -41,8 +43,10 @@ static int pending_complete(ompi_request_t *arg)
     }
     ompi_request_t *req = p->req;
     ompi_request_complete_fn_t old_cb = p->old_cb;
-    if (gpo_stage_end(&p->st, req->req_status.MPI_ERROR == MPI_SUCCESS) != 0 &&
-        req->req_status.MPI_ERROR == MPI_SUCCESS) {
+    int ok = req->req_status.MPI_ERROR == MPI_SUCCESS;
+    int crc = p->shared != NULL ? (ok ? gpo_stage_copy_out(p->shared) : 0)
+                                : gpo_stage_end(&p->st, ok);
+    if (crc != 0 && ok) {
         req->req_status.MPI_ERROR = MPI_ERR_OTHER;
     }
     void *old_data = p->old_data;
@@ -56,6 +60,17 @@ static int pending_complete(ompi_request_t *arg)
     return old_cb != NULL ? old_cb(req) : 0;
 }
 
+/* puts p's completion callback in front of the request's */
+static void chain(gpo_pending_t *p, ompi_request_t *req)
+{
+    p->magic = GPO_PENDING_MAGIC;
+    p->req = req;
+    p->old_cb = req->req_complete_cb;
+    p->old_data = req->req_complete_cb_data;
+    req->req_complete_cb_data = p;
+    req->req_complete_cb = pending_complete;
+}
+
 int gpo_end_request(gpo_stage_t *st, int rc, ompi_request_t **reqp)
 {
     if (rc != OMPI_SUCCESS) {
@@ -66,20 +81,117 @@ int gpo_end_request(gpo_stage_t *st, int rc, ompi_request_t **reqp)
     if (REQUEST_COMPLETE(req)) {
         return gpo_stage_end(st, 1) != 0 ? OMPI_ERROR : OMPI_SUCCESS;
     }
-    gpo_pending_t *p = malloc(sizeof(*p));
+    gpo_pending_t *p = calloc(1, sizeof(*p));
     if (p == NULL) {
         /* no memory to wait asynchronously: complete it here */
         rc = ompi_request_wait(reqp, MPI_STATUS_IGNORE);
         *reqp = &ompi_request_empty;
         return gpo_end_blocking(st, rc);
     }
-    p->magic = GPO_PENDING_MAGIC;
+    p->st = *st;
+    chain(p, req);
+    return OMPI_SUCCESS;
+}
+
+/* ---- persistent requests ------------------------------------------------
+ * The staged host buffers live as long as the request. Its start function
+ * is wrapped: every MPI_Start copies the inputs in anew, starts the next
+ * module's request and chains the copy back onto its completion; its free
+ * function is wrapped to release the buffers. Requests are found by address
+ * in a list (MPI_Startall hands several to one start call). */
+typedef struct gpo_persist {
+    struct gpo_persist *next;
+    ompi_request_t *req;
+    gpo_stage_t st;
+    ompi_request_start_fn_t old_start;
+    ompi_request_free_fn_t old_free;
+} gpo_persist_t;
+
+static gpo_persist_t *persist_list;
+static pthread_mutex_t persist_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static gpo_persist_t *persist_find(ompi_request_t *req, int unlink)
+{
+    pthread_mutex_lock(&persist_mu);
+    gpo_persist_t **pp = &persist_list;
+    while (*pp != NULL && (*pp)->req != req) {
+        pp = &(*pp)->next;
+    }
+    gpo_persist_t *p = *pp;
+    if (p != NULL && unlink) {
+        *pp = p->next;
+    }
+    pthread_mutex_unlock(&persist_mu);
+    return p;
+}
+
+static int persist_start(size_t count, ompi_request_t **reqs)
+{
+    for (size_t i = 0; i < count; i++) {
+        gpo_persist_t *p = persist_find(reqs[i], 0);
+        if (p == NULL) {
+            return OMPI_ERR_BAD_PARAM;
+        }
+        gpo_pending_t *c = calloc(1, sizeof(*c));
+        if (c == NULL) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        if (gpo_stage_copy_in(&p->st) != 0) {
+            free(c);
+            return OMPI_ERROR;
+        }
+        int rc = p->old_start(1, &reqs[i]);
+        if (rc != OMPI_SUCCESS) {
+            free(c);
+            return rc;
+        }
+        c->shared = &p->st;
+        if (REQUEST_COMPLETE(reqs[i])) {
+            free(c);
+            if (gpo_stage_copy_out(&p->st) != 0) {
+                return OMPI_ERROR;
+            }
+        } else {
+            chain(c, reqs[i]);
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+static int persist_free(ompi_request_t **reqp)
+{
+    gpo_persist_t *p = persist_find(*reqp, 1);
+    if (p == NULL) {
+        return OMPI_ERR_BAD_PARAM;
+    }
+    ompi_request_free_fn_t old_free = p->old_free;
+    gpo_stage_end(&p->st, 0);
+    free(p);
+    return old_free(reqp);
+}
+
+int gpo_end_persistent(gpo_stage_t *st, int rc, ompi_request_t **reqp)
+{
+    gpo_persist_t *p = rc == OMPI_SUCCESS ? calloc(1, sizeof(*p)) : NULL;
+    if (p == NULL) {
+        gpo_stage_end(st, 0);
+        if (rc == OMPI_SUCCESS) {
+            ompi_request_free(reqp);
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        return rc;
+    }
+    ompi_request_t *req = *reqp;
     p->req = req;
     p->st = *st;
-    p->old_cb = req->req_complete_cb;
-    p->old_data = req->req_complete_cb_data;
-    req->req_complete_cb_data = p;
-    req->req_complete_cb = pending_complete;
+    p->old_start = req->req_start;
+    p->old_free = req->req_free;
+    req->req_start = persist_start;
+    req->req_free = persist_free;
+    pthread_mutex_lock(&persist_mu);
+    p->next = persist_list;
+    persist_list = p;
+    pthread_mutex_unlock(&persist_mu);
     return OMPI_SUCCESS;
 }
 

@@ -14,6 +14,10 @@ int gpo_end_blocking(gpo_stage_t *st, int rc);
 /* A nonblocking operation returned rc and *req: copy out when *req
  * completes (now, or from its completion callback), free then. */
 int gpo_end_request(gpo_stage_t *st, int rc, struct ompi_request_t **req);
+/* A persistent request was made on the staged host buffers (rc, *req): the
+ * buffers stay with the request; every MPI_Start copies the inputs in and
+ * the completion copies the outputs back; MPI_Request_free releases them. */
+int gpo_end_persistent(gpo_stage_t *st, int rc, struct ompi_request_t **req);
 /* a device buffer given to an operation that cannot be staged: says so on
  * stderr, returns OMPI_ERR_NOT_SUPPORTED */
 int gpo_refuse(const char *what);

@@ -36,15 +36,38 @@ void *gpo_stage_add(gpo_stage_t *st, void *user, gpo_span_t span, int flags)
     return (char *)host - span.lo;
 }
 
-int gpo_stage_end(gpo_stage_t *st, int ok)
+static size_t span_len(const gpo_stage_t *st, int i)
+{
+    return (size_t)(st->b[i].span.hi - st->b[i].span.lo);
+}
+
+int gpo_stage_copy_in(gpo_stage_t *st)
+{
+    for (int i = 0; i < st->n; i++) {
+        if ((st->b[i].flags & GPO_IN) &&
+            gpo_copy(st->b[i].host, st->b[i].user + st->b[i].span.lo, span_len(st, i)) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int gpo_stage_copy_out(gpo_stage_t *st)
 {
     int rc = 0;
     for (int i = 0; i < st->n; i++) {
-        size_t len = (size_t)(st->b[i].span.hi - st->b[i].span.lo);
-        if (ok && (st->b[i].flags & GPO_OUT) &&
-            gpo_copy(st->b[i].user + st->b[i].span.lo, st->b[i].host, len) != 0) {
+        if ((st->b[i].flags & GPO_OUT) &&
+            gpo_copy(st->b[i].user + st->b[i].span.lo, st->b[i].host, span_len(st, i)) != 0) {
             rc = -1;
         }
+    }
+    return rc;
+}
+
+int gpo_stage_end(gpo_stage_t *st, int ok)
+{
+    int rc = ok ? gpo_stage_copy_out(st) : 0;
+    for (int i = 0; i < st->n; i++) {
         gpo_hostbuf_put(st->b[i].host);
     }
     st->n = 0;

@@ -38,6 +38,11 @@ void *gpo_stage_add(gpo_stage_t *st, void *user, gpo_span_t span, int flags);
 /* Copies the GPO_OUT spans back when ok is nonzero, frees the host buffers.
  * 0, or -1 when a copy failed. */
 int gpo_stage_end(gpo_stage_t *st, int ok);
+/* For operations that run again on the same buffers (persistent requests):
+ * the GPO_IN spans copied in anew, the GPO_OUT spans copied back, without
+ * freeing anything. 0, or -1 when a copy failed. */
+int gpo_stage_copy_in(gpo_stage_t *st);
+int gpo_stage_copy_out(gpo_stage_t *st);
 /* a heap copy of *st (for operations that complete later), or NULL */
 gpo_stage_t *gpo_stage_move(const gpo_stage_t *st);
 

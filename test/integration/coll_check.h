@@ -52,6 +52,7 @@ long cc_run_reduce(MPI_Comm comm, int n);   /* coll_reduce.c */
 long cc_run_neighbor(MPI_Comm comm, int n); /* coll_neighbor.c */
 long cc_p2p_vector(MPI_Comm comm, int n);   /* coll_p2p.c */
 long cc_refused(MPI_Comm comm, int n);      /* coll_refused.c */
+long cc_persistent(MPI_Comm comm, int n);   /* coll_persist.c */
 long cc_run_inter(int n);                   /* coll_inter.c: world's halves */
 
 static inline long cc_run_all(MPI_Comm comm, int n)

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &comms[2]);
     for (int c = 0; coll && c < 3; c++) {
         for (int s = 0; s < nsizes; s++) {
-            long f = cc_run_all(comms[c], sizes[s]);
+            long f = cc_run_all(comms[c], sizes[s]) + cc_persistent(comms[c], sizes[s]);
             if (f != 0) {
                 fprintf(stderr, "coll_verify: rank %d: %ld failed checks on %s, %d elements\n",
                         rank, f, names[c], sizes[s]);
