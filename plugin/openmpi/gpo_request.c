@@ -8,7 +8,6 @@
 #include "gpo_request.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "ompi/constants.h"
@@ -164,7 +163,11 @@ static int persist_free(ompi_request_t **reqp)
     if (p == NULL) {
         return OMPI_ERR_BAD_PARAM;
     }
+    /* the request object goes back to its module's free list and may be
+     * handed out again: it must leave with the functions it came with */
     ompi_request_free_fn_t old_free = p->old_free;
+    (*reqp)->req_start = p->old_start;
+    (*reqp)->req_free = old_free;
     gpo_stage_end(&p->st, 0);
     free(p);
     return old_free(reqp);
@@ -193,13 +196,4 @@ int gpo_end_persistent(gpo_stage_t *st, int rc, ompi_request_t **reqp)
     persist_list = p;
     pthread_mutex_unlock(&persist_mu);
     return OMPI_SUCCESS;
-}
-
-int gpo_refuse(const char *what)
-{
-    fprintf(stderr,
-            "gdrpipe (Open MPI): %s on a device buffer: not supported "
-            "(this Open MPI has no CUDA support and gdrpipe cannot stage it)\n",
-            what);
-    return OMPI_ERR_NOT_SUPPORTED;
 }

@@ -18,8 +18,5 @@ int gpo_end_request(gpo_stage_t *st, int rc, struct ompi_request_t **req);
  * buffers stay with the request; every MPI_Start copies the inputs in and
  * the completion copies the outputs back; MPI_Request_free releases them. */
 int gpo_end_persistent(gpo_stage_t *st, int rc, struct ompi_request_t **req);
-/* a device buffer given to an operation that cannot be staged: says so on
- * stderr, returns OMPI_ERR_NOT_SUPPORTED */
-int gpo_refuse(const char *what);
 
 #endif

@@ -124,20 +124,25 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
                                                                   source, rtag, comm, status)));
 }
 
-/* persistent requests start again at every MPI_Start: not staged */
-#define PERSISTENT(NAME, CONST)                                                           \
+/* persistent requests: the host copy stays with the request; every
+ * MPI_Start copies the send buffer's span in (and the receive buffer's, for
+ * its gaps), the completion copies a receive's span back */
+#define PERSISTENT(NAME, CONST, FLAGS)                                                    \
     int MPI_##NAME(CONST void *buf, int count, MPI_Datatype dt, int peer, int tag,        \
                    MPI_Comm comm, MPI_Request *req)                                       \
     {                                                                                     \
-        if (gpo_p2p_needs_staging(buf, count, dt)) {                                      \
-            gpo_refuse("MPI_" #NAME " with a non-contiguous datatype");                   \
-            return fail(comm, MPI_ERR_BUFFER);                                            \
+        if (!gpo_p2p_needs_staging(buf, count, dt)) {                                     \
+            return PMPI_##NAME(buf, count, dt, peer, tag, comm, req);                     \
         }                                                                                 \
-        return PMPI_##NAME(buf, count, dt, peer, tag, comm, req);                         \
+        gpo_stage_t st = GPO_STAGE_INIT;                                                  \
+        void *h = stage(&st, buf, count, dt, FLAGS);                                      \
+        if (h == NULL) return fail(comm, MPI_ERR_NO_MEM);                                 \
+        return fail(comm, gpo_end_persistent(&st, PMPI_##NAME(h, count, dt, peer, tag,    \
+                                                              comm, req), req));          \
     }
 
-PERSISTENT(Send_init, const)
-PERSISTENT(Ssend_init, const)
-PERSISTENT(Rsend_init, const)
-PERSISTENT(Bsend_init, const)
-PERSISTENT(Recv_init, )
+PERSISTENT(Send_init, const, GPO_IN)
+PERSISTENT(Ssend_init, const, GPO_IN)
+PERSISTENT(Rsend_init, const, GPO_IN)
+PERSISTENT(Bsend_init, const, GPO_IN)
+PERSISTENT(Recv_init, , GPO_IN | GPO_OUT)

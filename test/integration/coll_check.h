@@ -10,7 +10,6 @@
 typedef enum { CC_HOST = 0, CC_DEVICE = 1 } cc_mem_t;
 
 int cc_mem_init(cc_mem_t mem);
-int cc_on_device(void); /* 1 when the buffers are device memory */
 void cc_mem_fini(void);
 /* a buffer of the chosen kind; the CPU never touches a device one */
 void *cc_alloc(size_t bytes);
@@ -51,7 +50,6 @@ long cc_run_move(MPI_Comm comm, int n);     /* coll_move.c */
 long cc_run_reduce(MPI_Comm comm, int n);   /* coll_reduce.c */
 long cc_run_neighbor(MPI_Comm comm, int n); /* coll_neighbor.c */
 long cc_p2p_vector(MPI_Comm comm, int n);   /* coll_p2p.c */
-long cc_refused(MPI_Comm comm, int n);      /* coll_refused.c */
 long cc_persistent(MPI_Comm comm, int n);   /* coll_persist.c */
 long cc_run_inter(int n);                   /* coll_inter.c: world's halves */
 

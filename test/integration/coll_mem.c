@@ -16,11 +16,6 @@ int cc_mem_init(cc_mem_t mem)
     return mem == CC_DEVICE ? gp_devmem_init(-1, -1) : 0;
 }
 
-int cc_on_device(void)
-{
-    return cc_mem == CC_DEVICE;
-}
-
 void cc_mem_fini(void)
 {
     if (cc_mem == CC_DEVICE) {

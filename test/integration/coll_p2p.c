@@ -1,7 +1,8 @@
 /* coll_verify: point-to-point with a non-contiguous datatype on each side
  * (MPI_Type_vector, strides 2 and 3) around a ring: MPI_Sendrecv, MPI_Isend
- * / MPI_Irecv, and MPI_Send / MPI_Recv. The gaps of the receive buffer must
- * keep their sentinels. */
+ * / MPI_Irecv, MPI_Send / MPI_Recv, and persistent MPI_Send_init /
+ * MPI_Recv_init started three times with new data. The gaps of the receive
+ * buffer must keep their sentinels. */
 #include "coll_check.h"
 
 #include <stdio.h>
@@ -52,6 +53,26 @@ long cc_p2p_vector(MPI_Comm comm, int n)
         f += cc_check(what, n, r, want, rlen);
         cc_free(r);
     }
+    /* persistent: new values in the send buffer before every start */
+    MPI_Request q[2];
+    double *r = cc_sentinels(rlen);
+    MPI_Recv_init(r, 1, s3, left, 10, comm, &q[0]);
+    MPI_Send_init(s, 1, s2, right, 10, comm, &q[1]);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < slen; i += 2) {
+            hs[i] = cc_val((long)round * 100 + rank, i / 2);
+        }
+        for (int i = 0; i < rlen; i += 3) {
+            want[i] = cc_val((long)round * 100 + left, i / 3);
+        }
+        cc_put(s, hs, (size_t)slen * sizeof(double));
+        MPI_Startall(2, q);
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        f += cc_check("send_init/recv_init(vector)", n, r, want, rlen);
+    }
+    MPI_Request_free(&q[0]);
+    MPI_Request_free(&q[1]);
+    cc_free(r);
     cc_free(s);
     free(hs);
     free(want);

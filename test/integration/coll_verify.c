@@ -101,9 +101,6 @@ int main(int argc, char **argv)
             fails += cc_p2p_vector(MPI_COMM_WORLD, sizes[s]);
         }
     }
-    if (coll && p2p) {
-        fails += cc_refused(MPI_COMM_WORLD, sizes[0]);
-    }
     long total = 0;
     MPI_Allreduce(&fails, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
