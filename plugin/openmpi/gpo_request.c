@@ -15,11 +15,21 @@
 
 #define GPO_PENDING_MAGIC 0x6764727069706531ull /* "gdrpipe1" */
 
+/* a persistent request's staging (see below) */
+typedef struct gpo_persist {
+    struct gpo_persist *next;
+    ompi_request_t *req;
+    gpo_stage_t st;
+    ompi_request_start_fn_t old_start;
+    ompi_request_free_fn_t old_free;
+    int orphan; /* freed by MPI_Request_free while active: release at completion */
+} gpo_persist_t;
+
 typedef struct gpo_pending {
     unsigned long long magic; /* first: tells the two ways of being called apart */
     ompi_request_t *req;
     gpo_stage_t st;           /* owned: copied back and freed */
-    gpo_stage_t *shared;      /* or a persistent request's: copied back only */
+    gpo_persist_t *persist;   /* or a persistent request's: copied back only */
     ompi_request_complete_fn_t old_cb;
     void *old_data;
 } gpo_pending_t;
@@ -43,8 +53,12 @@ static int pending_complete(ompi_request_t *arg)
     ompi_request_t *req = p->req;
     ompi_request_complete_fn_t old_cb = p->old_cb;
     int ok = req->req_status.MPI_ERROR == MPI_SUCCESS;
-    int crc = p->shared != NULL ? (ok ? gpo_stage_copy_out(p->shared) : 0)
-                                : gpo_stage_end(&p->st, ok);
+    int crc = p->persist != NULL ? (ok ? gpo_stage_copy_out(&p->persist->st) : 0)
+                                 : gpo_stage_end(&p->st, ok);
+    if (p->persist != NULL && p->persist->orphan) {
+        gpo_stage_end(&p->persist->st, 0);
+        free(p->persist);
+    }
     if (crc != 0 && ok) {
         req->req_status.MPI_ERROR = MPI_ERR_OTHER;
     }
@@ -98,14 +112,6 @@ int gpo_end_request(gpo_stage_t *st, int rc, ompi_request_t **reqp)
  * module's request and chains the copy back onto its completion; its free
  * function is wrapped to release the buffers. Requests are found by address
  * in a list (MPI_Startall hands several to one start call). */
-typedef struct gpo_persist {
-    struct gpo_persist *next;
-    ompi_request_t *req;
-    gpo_stage_t st;
-    ompi_request_start_fn_t old_start;
-    ompi_request_free_fn_t old_free;
-} gpo_persist_t;
-
 static gpo_persist_t *persist_list;
 static pthread_mutex_t persist_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -144,7 +150,7 @@ static int persist_start(size_t count, ompi_request_t **reqs)
             free(c);
             return rc;
         }
-        c->shared = &p->st;
+        c->persist = p;
         if (REQUEST_COMPLETE(reqs[i])) {
             free(c);
             if (gpo_stage_copy_out(&p->st) != 0) {
@@ -168,8 +174,14 @@ static int persist_free(ompi_request_t **reqp)
     ompi_request_free_fn_t old_free = p->old_free;
     (*reqp)->req_start = p->old_start;
     (*reqp)->req_free = old_free;
-    gpo_stage_end(&p->st, 0);
-    free(p);
+    if (REQUEST_COMPLETE(*reqp)) {
+        gpo_stage_end(&p->st, 0);
+        free(p);
+    } else {
+        /* still running (MPI allows freeing it): its completion copies
+         * back and then releases the buffers */
+        p->orphan = 1;
+    }
     return old_free(reqp);
 }
 
