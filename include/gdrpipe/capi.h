@@ -84,6 +84,11 @@ int gp_cuda_mem_query(const void *ptr, gp_mem_info_t *info);
 /* synchronous copy between any two pointers; 0 or <0 with err filled */
 int gp_cuda_copy(void *dst, const void *src, size_t len, char *err, size_t errlen);
 
+/* page-locked host memory, usable by every context (CU_MEMHOSTALLOC_PORTABLE),
+ * for staging; NULL with err filled on failure */
+void *gp_cuda_host_alloc(size_t len, char *err, size_t errlen);
+void gp_cuda_host_free(void *ptr);
+
 typedef struct gp_cuda_op gp_cuda_op_t;
 /* asynchronous copy; NULL with err filled on failure */
 gp_cuda_op_t *gp_cuda_copy_async(void *dst, const void *src, size_t len, char *err,

@@ -1,5 +1,6 @@
 // extern "C" face of the CUDA layer, for the UCX glue.
 #include "gdrpipe/capi.h"
+#include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/copy.hpp"
 #include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/hooks/cuda_hooks.hpp"
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <mutex>
 #include <new>
+#include <string>
 
 namespace cu = gdrpipe::cuda;
 
@@ -37,6 +39,13 @@ cu::Driver &routed_driver() {
                  drv.library_path().c_str(), drv.version(), routed);
     });
     return drv;
+}
+
+// Host allocations go through a context: the caller's device when a context
+// is current (no context is created on another GPU), else device 0.
+int current_device(cu::Driver &drv) {
+    CUdevice d = 0;
+    return drv.api().cuCtxGetDevice(&d) == CUDA_SUCCESS ? static_cast<int>(d) : 0;
 }
 
 } // namespace
@@ -85,6 +94,31 @@ int gp_cuda_copy(void *dst, const void *src, size_t len, char *err, size_t errle
         return -1;
     }
     return 0;
+}
+
+void *gp_cuda_host_alloc(size_t len, char *err, size_t errlen) {
+    cu::Driver &drv = routed_driver();
+    if (!drv.available()) {
+        set_err(err, errlen, "no CUDA driver: " + drv.why_not());
+        return nullptr;
+    }
+    cu::ScopedContext c(cu::devices(), current_device(drv));
+    void *p = nullptr;
+    const CUresult r = c.ok() ? drv.api().cuMemHostAlloc(&p, len, CU_MEMHOSTALLOC_PORTABLE)
+                              : c.status();
+    if (r != CUDA_SUCCESS) {
+        set_err(err, errlen, "cuMemHostAlloc of " + std::to_string(len) + " bytes failed (" +
+                                 std::to_string(static_cast<int>(r)) + ")");
+        return nullptr;
+    }
+    return p;
+}
+
+void gp_cuda_host_free(void *ptr) {
+    cu::Driver &drv = routed_driver();
+    if (ptr == nullptr || !drv.available()) return;
+    cu::ScopedContext c(cu::devices(), current_device(drv));
+    (void)drv.api().cuMemFreeHost(ptr);
 }
 
 gp_cuda_op_t *gp_cuda_copy_async(void *dst, const void *src, size_t len, char *err,

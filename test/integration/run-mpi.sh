@@ -8,6 +8,8 @@
 #   UCX_*/GDRPIPE_*  forwarded to the ranks
 #   RUN_MPI_TIMEOUT  seconds before the job is killed (default 300)
 #   RUN_MPI_NP       number of ranks (default 2)
+#   RUN_MPI_LAUNCHER shell script run in front of mpirun (gdrpipe-run of the
+#                    build tree: its settings, preloads and component path)
 # Fails if the run leaves new UCX/MPI/gdrpipe files in /dev/shm
 # (RUN_MPI_SHM_CHECK=0 turns that off).
 # Usage: run-mpi.sh PROGRAM [ARGS...]
@@ -33,7 +35,7 @@ fi
 
 # shellcheck disable=SC2086
 timeout --kill-after=10 "$limit" \
-    mpirun --allow-run-as-root --oversubscribe -np "$np" \
+    ${RUN_MPI_LAUNCHER:+sh "$RUN_MPI_LAUNCHER"} mpirun --allow-run-as-root --oversubscribe -np "$np" \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca osc ^ucx --mca btl ^vader,tcp,openib,uct \
         $fwd "$@"

@@ -1,0 +1,46 @@
+/* What the UCX plugin (libuct_gdrpipe.so) offers other libraries loaded into
+ * the same process, such as the Open MPI component and interposer in
+ * plugin/openmpi/: one table of functions over the core's CUDA layer, so that
+ * the process keeps a single driver loader, context set and copy engine.
+ *
+ * A library finds it without linking to the plugin:
+ *     gp_companion_get_fn get = (gp_companion_get_fn)dlsym(RTLD_DEFAULT, GP_COMPANION_SYMBOL);
+ *     const gp_companion_t *c = get ? get(GP_COMPANION_VERSION) : NULL;
+ * NULL means the plugin is not loaded (not preloaded by gdrpipe-run) or is
+ * of an older table version. */
+#ifndef GDRPIPE_COMPANION_H
+#define GDRPIPE_COMPANION_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GP_COMPANION_SYMBOL  "gdrpipe_companion"
+#define GP_COMPANION_VERSION 1u
+
+typedef struct gp_companion {
+    unsigned version;
+    /* 1 when the CUDA driver is loaded and usable, else 0 (why_not says why) */
+    int (*cuda_available)(void);
+    const char *(*cuda_why_not)(void);
+    /* 1: device memory the CPU cannot touch; 0: host, pinned host or managed
+     * memory (the CPU can touch it); <0: the driver failed */
+    int (*is_device)(const void *ptr);
+    /* synchronous copy between any two pointers (host or device);
+     * 0, or <0 with err filled */
+    int (*copy)(void *dst, const void *src, size_t len, char *err, size_t errlen);
+    /* page-locked host memory for staging (faster copies than pageable
+     * memory); NULL with err filled on failure */
+    void *(*host_alloc)(size_t len, char *err, size_t errlen);
+    void (*host_free)(void *ptr);
+} gp_companion_t;
+
+/* NULL when the caller wants a newer version than this plugin has */
+typedef const gp_companion_t *(*gp_companion_get_fn)(unsigned version);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+/* The companion table (gdrpipe/companion.h): the core's CUDA layer for the
+ * other gdrpipe libraries of the process (Open MPI component, interposer). */
+#include "gdrpipe/capi.h"
+#include "gdrpipe/companion.h"
+
+static int companion_is_device(const void *ptr)
+{
+    gp_mem_info_t info;
+    if (gp_cuda_mem_query(ptr, &info) != 0) {
+        return -1;
+    }
+    return info.kind == GP_MEM_DEVICE;
+}
+
+static const gp_companion_t companion = {
+    .version        = GP_COMPANION_VERSION,
+    .cuda_available = gp_cuda_available,
+    .cuda_why_not   = gp_cuda_why_not,
+    .is_device      = companion_is_device,
+    .copy           = gp_cuda_copy,
+    .host_alloc     = gp_cuda_host_alloc,
+    .host_free      = gp_cuda_host_free,
+};
+
+__attribute__((visibility("default")))
+const gp_companion_t *gdrpipe_companion(unsigned version)
+{
+    return version <= GP_COMPANION_VERSION ? &companion : NULL;
+}

@@ -1,0 +1,61 @@
+/* coll/gdrpipe: Open MPI collectives on device buffers for an Open MPI built
+ * without CUDA. Its module sits above every other collective module of a
+ * communicator (priority 78, as coll/cuda) and keeps the functions it found
+ * there (the "next" module). For buffers in host memory each function costs
+ * a memory-type check and calls the next one; for device buffers the
+ * buffers are staged through host memory around the next module's
+ * algorithm (gpo_stage.h), so that Open MPI's datatype engine and reduction
+ * operators only ever touch host memory. */
+#ifndef GDRPIPE_COLL_GDRPIPE_H
+#define GDRPIPE_COLL_GDRPIPE_H
+
+#include "ompi_config.h"
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+
+#include "gpo_request.h"
+#include "gpo_stage.h"
+
+BEGIN_C_DECLS
+
+typedef struct mca_coll_gdrpipe_component_t {
+    mca_coll_base_component_2_0_0_t super;
+    int priority;
+    int verbose;
+} mca_coll_gdrpipe_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component;
+
+typedef struct mca_coll_gdrpipe_module_t {
+    mca_coll_base_module_t super;
+    /* the communicator's functions below this module, retained */
+    mca_coll_base_comm_coll_t next;
+} mca_coll_gdrpipe_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_gdrpipe_module_t);
+
+mca_coll_base_module_t *mca_coll_gdrpipe_comm_query(struct ompi_communicator_t *comm,
+                                                    int *priority);
+/* fills the module's function table (coll_gdrpipe_table.c) */
+void gpo_module_set_functions(mca_coll_base_module_t *m);
+
+/* ---- spans of datatypes (coll_gdrpipe_span.c) ---------------------------- */
+/* count elements from the buffer pointer */
+gpo_span_t gpo_span(struct ompi_datatype_t *dt, int count);
+/* n blocks of counts[i] elements at displs[i] extents */
+gpo_span_t gpo_span_v(struct ompi_datatype_t *dt, const int *counts, const int *displs, int n);
+/* n blocks of counts[i] elements of dts[i] at displs[i] bytes */
+gpo_span_t gpo_span_w(struct ompi_datatype_t *const *dts, const int *counts,
+                      const int *displs, int n);
+gpo_span_t gpo_span_w_aint(struct ompi_datatype_t *const *dts, const int *counts,
+                           const MPI_Aint *displs, int n);
+/* 1 when count elements leave no gaps (an output need not be copied in) */
+int gpo_dense(struct ompi_datatype_t *dt, int count);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,151 @@
+/* Blocking collectives of the module. */
+#include "coll_gdrpipe_wrap.h"
+#include "coll_gdrpipe_funcs.h"
+
+int mca_coll_gdrpipe_allgather(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                               int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+                               mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(allgather, gpo_prep_allgather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
+                 sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+}
+
+int mca_coll_gdrpipe_allgatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                                const int *rcounts, const int *displs, gpo_dt_t *rdt,
+                                gpo_comm_t *comm, mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(allgatherv,
+                 gpo_prep_allgatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, comm),
+                 sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
+}
+
+int mca_coll_gdrpipe_allreduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+                               struct ompi_op_t *op, gpo_comm_t *comm,
+                               mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(allreduce, gpo_prep_allreduce(ST, &sbuf, &rbuf, count, dt, comm),
+                 sbuf, rbuf, count, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_alltoall(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                              int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+                              mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(alltoall, gpo_prep_alltoall(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
+                 sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+}
+
+int mca_coll_gdrpipe_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                               gpo_dt_t *sdt, void *rbuf, const int *rcounts,
+                               const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
+                               mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(alltoallv,
+                 gpo_prep_alltoallv(ST, &sbuf, scounts, sdispls, sdt, &rbuf, rcounts, rdispls,
+                                    rdt, comm),
+                 sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
+}
+
+int mca_coll_gdrpipe_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                               gpo_dt_t *const *sdts, void *rbuf, const int *rcounts,
+                               const int *rdispls, gpo_dt_t *const *rdts, gpo_comm_t *comm,
+                               mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(alltoallw,
+                 gpo_prep_alltoallw(ST, &sbuf, scounts, sdispls, sdts, &rbuf, rcounts, rdispls,
+                                    rdts, comm),
+                 sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
+}
+
+int mca_coll_gdrpipe_bcast(void *buf, int count, gpo_dt_t *dt, int root, gpo_comm_t *comm,
+                           mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(bcast, gpo_prep_bcast(ST, &buf, count, dt, root, comm),
+                 buf, count, dt, root, comm);
+}
+
+int mca_coll_gdrpipe_exscan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+                            struct ompi_op_t *op, gpo_comm_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(exscan, gpo_prep_allreduce(ST, &sbuf, &rbuf, count, dt, comm),
+                 sbuf, rbuf, count, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_gather(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                            int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(gather,
+                 gpo_prep_gather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
+                 sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+}
+
+int mca_coll_gdrpipe_gatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                             const int *rcounts, const int *displs, gpo_dt_t *rdt, int root,
+                             gpo_comm_t *comm, mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(gatherv,
+                 gpo_prep_gatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, root,
+                                  comm),
+                 sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm);
+}
+
+int mca_coll_gdrpipe_reduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+                            struct ompi_op_t *op, int root, gpo_comm_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(reduce, gpo_prep_reduce(ST, &sbuf, &rbuf, count, dt, root, comm),
+                 sbuf, rbuf, count, dt, op, root, comm);
+}
+
+int mca_coll_gdrpipe_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                    gpo_dt_t *dt, struct ompi_op_t *op, gpo_comm_t *comm,
+                                    mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(reduce_scatter, gpo_prep_reduce_scatter(ST, &sbuf, &rbuf, rcounts, dt, comm),
+                 sbuf, rbuf, rcounts, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                          gpo_dt_t *dt, struct ompi_op_t *op,
+                                          gpo_comm_t *comm, mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(reduce_scatter_block,
+                 gpo_prep_reduce_scatter_block(ST, &sbuf, &rbuf, rcount, dt, comm),
+                 sbuf, rbuf, rcount, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_scan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+                          struct ompi_op_t *op, gpo_comm_t *comm,
+                          mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(scan, gpo_prep_allreduce(ST, &sbuf, &rbuf, count, dt, comm),
+                 sbuf, rbuf, count, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_scatter(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                             int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+                             mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(scatter,
+                 gpo_prep_scatter(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
+                 sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+}
+
+int mca_coll_gdrpipe_scatterv(const void *sbuf, const int *scounts, const int *displs,
+                              gpo_dt_t *sdt, void *rbuf, int rcount, gpo_dt_t *rdt, int root,
+                              gpo_comm_t *comm, mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(scatterv,
+                 gpo_prep_scatterv(ST, &sbuf, scounts, displs, sdt, &rbuf, rcount, rdt, root,
+                                   comm),
+                 sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm);
+}
+
+int mca_coll_gdrpipe_reduce_local(const void *inbuf, void *inoutbuf, int count, gpo_dt_t *dt,
+                                  struct ompi_op_t *op, mca_coll_base_module_t *module)
+{
+    GPO_BLOCKING(reduce_local, gpo_prep_reduce_local(ST, &inbuf, &inoutbuf, count, dt),
+                 inbuf, inoutbuf, count, dt, op);
+}

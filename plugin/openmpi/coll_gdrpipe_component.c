@@ -1,0 +1,77 @@
+/* The component mca_coll_gdrpipe: found by Open MPI in the folder that
+ * gdrpipe-run adds to mca_base_component_path. It takes part only where
+ * the gdrpipe UCX plugin is loaded and has a usable CUDA driver. */
+#include "coll_gdrpipe.h"
+
+#include "gpo_dev.h"
+#include "gpo_mpix.h"
+
+#include "opal/util/output.h"
+
+static int gdrpipe_register(void);
+static int gdrpipe_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+
+mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "gdrpipe",
+            MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                                  OMPI_RELEASE_VERSION),
+            .mca_register_component_params = gdrpipe_register,
+        },
+        .collm_data = {
+            MCA_BASE_METADATA_PARAM_CHECKPOINT
+        },
+        .collm_init_query = gdrpipe_init_query,
+        .collm_comm_query = mca_coll_gdrpipe_comm_query,
+    },
+    /* above every module that moves data itself (tuned 30, libnbc 10,
+     * basic 10, self 75), as coll/cuda */
+    .priority = 78,
+    .verbose = 0,
+};
+
+static int gdrpipe_register(void)
+{
+    (void)mca_base_component_var_register(&mca_coll_gdrpipe_component.super.collm_version,
+        "priority", "Priority of coll gdrpipe (device buffers staged through host memory "
+        "around the collectives of the modules below it)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_coll_gdrpipe_component.priority);
+    (void)mca_base_component_var_register(&mca_coll_gdrpipe_component.super.collm_version,
+        "verbose", "Say why coll gdrpipe does not take part (0: silent)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_coll_gdrpipe_component.verbose);
+    return OMPI_SUCCESS;
+}
+
+static int gdrpipe_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    if (gpo_dev() == NULL) {
+        if (mca_coll_gdrpipe_component.verbose > 0) {
+            opal_output(0, "coll gdrpipe: not used: %s", gpo_dev_why_not());
+        }
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    gpo_mpix_set_supported(1);
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_gdrpipe_comm_query(struct ompi_communicator_t *comm,
+                                                    int *priority)
+{
+    (void)comm;
+    if (mca_coll_gdrpipe_component.priority < 0) {
+        return NULL;
+    }
+    mca_coll_gdrpipe_module_t *m = OBJ_NEW(mca_coll_gdrpipe_module_t);
+    if (m == NULL) {
+        return NULL;
+    }
+    gpo_module_set_functions(&m->super);
+    *priority = mca_coll_gdrpipe_component.priority;
+    return &m->super;
+}

@@ -1,0 +1,67 @@
+/* The module: takes every slot of the collective table that has buffers and
+ * keeps the function that was there before it (the next module's). */
+#include "coll_gdrpipe.h"
+#include "coll_gdrpipe_funcs.h"
+#include "coll_gdrpipe_slots.h"
+
+#include <string.h>
+
+static void module_construct(mca_coll_gdrpipe_module_t *m)
+{
+    memset(&m->next, 0, sizeof(m->next));
+}
+
+static void release_next(mca_coll_gdrpipe_module_t *m)
+{
+#define GPO_SLOT(name)                                        \
+    if (m->next.coll_##name##_module != NULL) {               \
+        OBJ_RELEASE(m->next.coll_##name##_module);            \
+        m->next.coll_##name##_module = NULL;                  \
+    }
+    GPO_SLOTS
+#undef GPO_SLOT
+}
+
+static void module_destruct(mca_coll_gdrpipe_module_t *m)
+{
+    release_next(m);
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_gdrpipe_module_t, mca_coll_base_module_t, module_construct,
+                   module_destruct);
+
+/* Called after every lower-priority module has put its functions into the
+ * communicator's table: those become ours to call. A slot nobody below
+ * fills (scan on an intercommunicator) stays empty here too. */
+static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_gdrpipe_module_t *m = (mca_coll_gdrpipe_module_t *)module;
+    mca_coll_base_comm_coll_t *below = comm->c_coll;
+#define GPO_SLOT(name)                                                   \
+    if (below->coll_##name != NULL && below->coll_##name##_module != NULL) { \
+        m->next.coll_##name = below->coll_##name;                        \
+        m->next.coll_##name##_module = below->coll_##name##_module;      \
+        OBJ_RETAIN(m->next.coll_##name##_module);                        \
+    } else {                                                             \
+        m->super.coll_##name = NULL;                                     \
+    }
+    GPO_SLOTS
+#undef GPO_SLOT
+    return OMPI_SUCCESS;
+}
+
+static int module_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    (void)comm;
+    release_next((mca_coll_gdrpipe_module_t *)module);
+    return OMPI_SUCCESS;
+}
+
+void gpo_module_set_functions(mca_coll_base_module_t *m)
+{
+    m->coll_module_enable = module_enable;
+    m->coll_module_disable = module_disable;
+#define GPO_SLOT(name) m->coll_##name = mca_coll_gdrpipe_##name;
+    GPO_SLOTS
+#undef GPO_SLOT
+}

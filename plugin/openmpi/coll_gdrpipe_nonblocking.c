@@ -1,0 +1,147 @@
+/* Nonblocking collectives of the module: the outputs are copied back when
+ * the next module's request completes (gpo_end_request). */
+#include "coll_gdrpipe_wrap.h"
+#include "coll_gdrpipe_funcs.h"
+
+
+int mca_coll_gdrpipe_iallgather(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                               int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+                               ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(iallgather, gpo_prep_allgather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
+                 sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+}
+
+int mca_coll_gdrpipe_iallgatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                                const int *rcounts, const int *displs, gpo_dt_t *rdt,
+                                gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(iallgatherv,
+                 gpo_prep_allgatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, comm),
+                 sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
+}
+
+int mca_coll_gdrpipe_iallreduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+                               struct ompi_op_t *op, gpo_comm_t *comm,
+                               ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(iallreduce, gpo_prep_allreduce(ST, &sbuf, &rbuf, count, dt, comm),
+                 sbuf, rbuf, count, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_ialltoall(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                              int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+                              ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(ialltoall, gpo_prep_alltoall(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
+                 sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+}
+
+int mca_coll_gdrpipe_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                               gpo_dt_t *sdt, void *rbuf, const int *rcounts,
+                               const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
+                               ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(ialltoallv,
+                 gpo_prep_alltoallv(ST, &sbuf, scounts, sdispls, sdt, &rbuf, rcounts, rdispls,
+                                    rdt, comm),
+                 sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
+}
+
+int mca_coll_gdrpipe_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                               gpo_dt_t *const *sdts, void *rbuf, const int *rcounts,
+                               const int *rdispls, gpo_dt_t *const *rdts, gpo_comm_t *comm,
+                               ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(ialltoallw,
+                 gpo_prep_alltoallw(ST, &sbuf, scounts, sdispls, sdts, &rbuf, rcounts, rdispls,
+                                    rdts, comm),
+                 sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
+}
+
+int mca_coll_gdrpipe_ibcast(void *buf, int count, gpo_dt_t *dt, int root, gpo_comm_t *comm,
+                           ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(ibcast, gpo_prep_bcast(ST, &buf, count, dt, root, comm),
+                 buf, count, dt, root, comm);
+}
+
+int mca_coll_gdrpipe_iexscan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+                            struct ompi_op_t *op, gpo_comm_t *comm,
+                            ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(iexscan, gpo_prep_allreduce(ST, &sbuf, &rbuf, count, dt, comm),
+                 sbuf, rbuf, count, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_igather(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                            int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+                            ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(igather,
+                 gpo_prep_gather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
+                 sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+}
+
+int mca_coll_gdrpipe_igatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                             const int *rcounts, const int *displs, gpo_dt_t *rdt, int root,
+                             gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(igatherv,
+                 gpo_prep_gatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, root,
+                                  comm),
+                 sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm);
+}
+
+int mca_coll_gdrpipe_ireduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+                            struct ompi_op_t *op, int root, gpo_comm_t *comm,
+                            ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(ireduce, gpo_prep_reduce(ST, &sbuf, &rbuf, count, dt, root, comm),
+                 sbuf, rbuf, count, dt, op, root, comm);
+}
+
+int mca_coll_gdrpipe_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                    gpo_dt_t *dt, struct ompi_op_t *op, gpo_comm_t *comm,
+                                    ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(ireduce_scatter, gpo_prep_reduce_scatter(ST, &sbuf, &rbuf, rcounts, dt, comm),
+                 sbuf, rbuf, rcounts, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                          gpo_dt_t *dt, struct ompi_op_t *op,
+                                          gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(ireduce_scatter_block,
+                 gpo_prep_reduce_scatter_block(ST, &sbuf, &rbuf, rcount, dt, comm),
+                 sbuf, rbuf, rcount, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_iscan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+                          struct ompi_op_t *op, gpo_comm_t *comm,
+                          ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(iscan, gpo_prep_allreduce(ST, &sbuf, &rbuf, count, dt, comm),
+                 sbuf, rbuf, count, dt, op, comm);
+}
+
+int mca_coll_gdrpipe_iscatter(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
+                             int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(iscatter,
+                 gpo_prep_scatter(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
+                 sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+}
+
+int mca_coll_gdrpipe_iscatterv(const void *sbuf, const int *scounts, const int *displs,
+                              gpo_dt_t *sdt, void *rbuf, int rcount, gpo_dt_t *rdt, int root,
+                              gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    GPO_NONBLOCKING(iscatterv,
+                 gpo_prep_scatterv(ST, &sbuf, scounts, displs, sdt, &rbuf, rcount, rdt, root,
+                                   comm),
+                 sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm);
+}
+

@@ -1,0 +1,322 @@
+/* Buffer roles and spans of each collective (see coll_gdrpipe_prep.h). */
+#include "coll_gdrpipe_prep.h"
+
+#include "gpo_dev.h"
+
+#include "ompi/mca/topo/base/base.h"
+
+enum { ROLE_NONE, ROLE_ROOT, ROLE_LEAF };
+
+/* the part a process plays in a rooted collective */
+static int role(gpo_comm_t *comm, int root)
+{
+    if (OMPI_COMM_IS_INTER(comm)) {
+        return root == MPI_ROOT ? ROLE_ROOT : root == MPI_PROC_NULL ? ROLE_NONE : ROLE_LEAF;
+    }
+    return ompi_comm_rank(comm) == root ? ROLE_ROOT : ROLE_LEAF;
+}
+
+/* processes one sends to / receives from in the non-rooted collectives */
+static int peers(gpo_comm_t *comm)
+{
+    return OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm);
+}
+
+static int dev(const void *p)
+{
+    return p != MPI_IN_PLACE && gpo_is_device(p);
+}
+
+/* stages *p (a device buffer); 0, or an error after releasing everything */
+static int put(gpo_stage_t *st, void **p, gpo_span_t span, int flags)
+{
+    void *h = gpo_stage_add(st, *p, span, flags);
+    if (h == NULL) {
+        gpo_stage_end(st, 0);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *p = h;
+    return 0;
+}
+
+static int put_in(gpo_stage_t *st, const void **p, gpo_span_t span)
+{
+    void *q = (void *)*p;
+    int rc = put(st, &q, span, GPO_IN);
+    *p = q;
+    return rc;
+}
+
+/* an output: also copied in when the operation leaves parts of the span
+ * alone (gaps of the datatype or between blocks) or reads it (in place) */
+static int put_out(gpo_stage_t *st, void **p, gpo_span_t span, int also_in)
+{
+    return put(st, p, span, GPO_OUT | (also_in ? GPO_IN : 0));
+}
+
+#define TRY(x) do { int rc_ = (x); if (rc_ != 0) return rc_; } while (0)
+
+int gpo_prep_allgather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
+                       void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf);
+    if (!sd && !rd) return 0;
+    int n = rcount * peers(comm);
+    if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, n), *sbuf == MPI_IN_PLACE || !gpo_dense(rdt, n)));
+    return 1;
+}
+
+int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
+                        void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
+                        gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf);
+    if (!sd && !rd) return 0;
+    if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span_v(rdt, rcounts, displs, peers(comm)), 1));
+    return 1;
+}
+
+int gpo_prep_allreduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int count,
+                       gpo_dt_t *dt, gpo_comm_t *comm)
+{
+    (void)comm;
+    int sd = dev(*sbuf), rd = dev(*rbuf);
+    if (!sd && !rd) return 0;
+    if (sd) TRY(put_in(st, sbuf, gpo_span(dt, count)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span(dt, count), *sbuf == MPI_IN_PLACE || !gpo_dense(dt, count)));
+    return 1;
+}
+
+int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
+                      void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf);
+    if (!sd && !rd) return 0;
+    int p = peers(comm);
+    if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount * p)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, rcount * p),
+                        *sbuf == MPI_IN_PLACE || !gpo_dense(rdt, rcount * p)));
+    return 1;
+}
+
+int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, const int *scounts,
+                       const int *sdispls, gpo_dt_t *sdt, void **rbuf, const int *rcounts,
+                       const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf);
+    if (!sd && !rd) return 0;
+    int p = peers(comm);
+    if (sd) TRY(put_in(st, sbuf, gpo_span_v(sdt, scounts, sdispls, p)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span_v(rdt, rcounts, rdispls, p), 1));
+    return 1;
+}
+
+int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
+                       const int *sdispls, gpo_dt_t *const *sdts, void **rbuf,
+                       const int *rcounts, const int *rdispls, gpo_dt_t *const *rdts,
+                       gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf);
+    if (!sd && !rd) return 0;
+    int p = peers(comm);
+    if (sd) TRY(put_in(st, sbuf, gpo_span_w(sdts, scounts, sdispls, p)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span_w(rdts, rcounts, rdispls, p), 1));
+    return 1;
+}
+
+/* Open MPI's broadcasts (base/tuned, basic, libnbc, inter) move the buffer
+ * only by point-to-point, never with the CPU: a contiguous one stays on the
+ * device and goes through UCX and gdrpipe's GPU paths; only a
+ * non-contiguous datatype (packed by the CPU in pml ucx) is staged. */
+int gpo_prep_bcast(gpo_stage_t *st, void **buf, int count, gpo_dt_t *dt, int root,
+                   gpo_comm_t *comm)
+{
+    int r = role(comm, root);
+    if (r == ROLE_NONE || gpo_dense(dt, count) || !dev(*buf)) return 0;
+    /* receivers copy in too: the datatype's gaps */
+    TRY(put(st, buf, gpo_span(dt, count), r == ROLE_ROOT ? GPO_IN : GPO_IN | GPO_OUT));
+    return 1;
+}
+
+int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
+                    void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
+{
+    int r = role(comm, root);
+    int inter = OMPI_COMM_IS_INTER(comm);
+    int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
+    int rd = r == ROLE_ROOT ? dev(*rbuf) : 0;
+    if (!sd && !rd) return 0;
+    int n = rcount * peers(comm);
+    if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, n), *sbuf == MPI_IN_PLACE || !gpo_dense(rdt, n)));
+    return 1;
+}
+
+int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
+                     void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
+                     int root, gpo_comm_t *comm)
+{
+    int r = role(comm, root);
+    int inter = OMPI_COMM_IS_INTER(comm);
+    int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
+    int rd = r == ROLE_ROOT ? dev(*rbuf) : 0;
+    if (!sd && !rd) return 0;
+    if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span_v(rdt, rcounts, displs, peers(comm)), 1));
+    return 1;
+}
+
+int gpo_prep_reduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int count, gpo_dt_t *dt,
+                    int root, gpo_comm_t *comm)
+{
+    int r = role(comm, root);
+    int inter = OMPI_COMM_IS_INTER(comm);
+    int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
+    int rd = r == ROLE_ROOT ? dev(*rbuf) : 0;
+    if (!sd && !rd) return 0;
+    if (sd) TRY(put_in(st, sbuf, gpo_span(dt, count)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span(dt, count), *sbuf == MPI_IN_PLACE || !gpo_dense(dt, count)));
+    return 1;
+}
+
+int gpo_prep_reduce_scatter(gpo_stage_t *st, const void **sbuf, void **rbuf,
+                            const int *rcounts, gpo_dt_t *dt, gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf);
+    if (!sd && !rd) return 0;
+    int size = ompi_comm_size(comm), total = 0;
+    for (int i = 0; i < size; i++) {
+        total += rcounts[i];
+    }
+    if (sd) TRY(put_in(st, sbuf, gpo_span(dt, total)));
+    if (rd && *sbuf == MPI_IN_PLACE) {
+        TRY(put(st, rbuf, gpo_span(dt, total), GPO_IN | GPO_OUT));
+    } else if (rd) {
+        int mine = rcounts[ompi_comm_rank(comm)];
+        TRY(put_out(st, rbuf, gpo_span(dt, mine), !gpo_dense(dt, mine)));
+    }
+    return 1;
+}
+
+int gpo_prep_reduce_scatter_block(gpo_stage_t *st, const void **sbuf, void **rbuf,
+                                  int rcount, gpo_dt_t *dt, gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf);
+    if (!sd && !rd) return 0;
+    int total = rcount * ompi_comm_size(comm);
+    if (sd) TRY(put_in(st, sbuf, gpo_span(dt, total)));
+    if (rd && *sbuf == MPI_IN_PLACE) {
+        TRY(put(st, rbuf, gpo_span(dt, total), GPO_IN | GPO_OUT));
+    } else if (rd) {
+        TRY(put_out(st, rbuf, gpo_span(dt, rcount), !gpo_dense(dt, rcount)));
+    }
+    return 1;
+}
+
+int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
+                     void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
+{
+    int r = role(comm, root);
+    int inter = OMPI_COMM_IS_INTER(comm);
+    int sd = r == ROLE_ROOT ? dev(*sbuf) : 0;
+    int rd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*rbuf) : 0;
+    if (!sd && !rd) return 0;
+    if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount * peers(comm))));
+    if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, rcount), !gpo_dense(rdt, rcount)));
+    return 1;
+}
+
+int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, const int *scounts,
+                      const int *displs, gpo_dt_t *sdt, void **rbuf, int rcount,
+                      gpo_dt_t *rdt, int root, gpo_comm_t *comm)
+{
+    int r = role(comm, root);
+    int inter = OMPI_COMM_IS_INTER(comm);
+    int sd = r == ROLE_ROOT ? dev(*sbuf) : 0;
+    int rd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*rbuf) : 0;
+    if (!sd && !rd) return 0;
+    if (sd) TRY(put_in(st, sbuf, gpo_span_v(sdt, scounts, displs, peers(comm))));
+    if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, rcount), !gpo_dense(rdt, rcount)));
+    return 1;
+}
+
+int gpo_prep_reduce_local(gpo_stage_t *st, const void **inbuf, void **inoutbuf, int count,
+                          gpo_dt_t *dt)
+{
+    int sd = dev(*inbuf), rd = dev(*inoutbuf);
+    if (!sd && !rd) return 0;
+    if (sd) TRY(put_in(st, inbuf, gpo_span(dt, count)));
+    if (rd) TRY(put(st, inoutbuf, gpo_span(dt, count), GPO_IN | GPO_OUT));
+    return 1;
+}
+
+/* ---- neighbourhood collectives ---------------------------------------- */
+
+static int degrees(gpo_comm_t *comm, int *in, int *out)
+{
+    return mca_topo_base_neighbor_count(comm, in, out) == OMPI_SUCCESS ? 0 : OMPI_ERR_BAD_PARAM;
+}
+
+int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, int scount,
+                                gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
+                                gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
+    if (!sd && !rd) return 0;
+    TRY(degrees(comm, &in, &out));
+    if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, rcount * in), !gpo_dense(rdt, rcount * in)));
+    return 1;
+}
+
+int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, int scount,
+                                 gpo_dt_t *sdt, void **rbuf, const int *rcounts,
+                                 const int *displs, gpo_dt_t *rdt, gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
+    if (!sd && !rd) return 0;
+    TRY(degrees(comm, &in, &out));
+    if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span_v(rdt, rcounts, displs, in), 1));
+    return 1;
+}
+
+int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, int scount,
+                               gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
+                               gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
+    if (!sd && !rd) return 0;
+    TRY(degrees(comm, &in, &out));
+    if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount * out)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, rcount * in), !gpo_dense(rdt, rcount * in)));
+    return 1;
+}
+
+int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, const int *scounts,
+                                const int *sdispls, gpo_dt_t *sdt, void **rbuf,
+                                const int *rcounts, const int *rdispls, gpo_dt_t *rdt,
+                                gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
+    if (!sd && !rd) return 0;
+    TRY(degrees(comm, &in, &out));
+    if (sd) TRY(put_in(st, sbuf, gpo_span_v(sdt, scounts, sdispls, out)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span_v(rdt, rcounts, rdispls, in), 1));
+    return 1;
+}
+
+int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
+                                const MPI_Aint *sdispls, gpo_dt_t *const *sdts, void **rbuf,
+                                const int *rcounts, const MPI_Aint *rdispls,
+                                gpo_dt_t *const *rdts, gpo_comm_t *comm)
+{
+    int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
+    if (!sd && !rd) return 0;
+    TRY(degrees(comm, &in, &out));
+    if (sd) TRY(put_in(st, sbuf, gpo_span_w_aint(sdts, scounts, sdispls, out)));
+    if (rd) TRY(put_out(st, rbuf, gpo_span_w_aint(rdts, rcounts, rdispls, in), 1));
+    return 1;
+}
