@@ -30,6 +30,10 @@
 #            BASE_PLUGIN when set (another build's plugin, side by side), then
 #            the physical reference; needs OSU_DIR, a folder holding already
 #            built OSU binaries for this MPI (this script never builds them)
+#   coll     collectives and non-contiguous point-to-point on device buffers
+#            through gdrpipe-run (test/integration/coll_verify, 2 and 4
+#            ranks), the same with the component off (must crash), and with
+#            OSU_DIR osu_allreduce on device against host buffers
 #   all      every section above (osu only with OSU_DIR)
 #
 # Environment:
@@ -58,11 +62,11 @@ if [ $# -gt 0 ]; then
 else
     sections=" ${BENCH_SECTIONS:-check physref mpi ucp calib} "
 fi
-[[ $sections != *" all "* ]] || sections=" check physref mpi ucp calib sweeps osu "
+[[ $sections != *" all "* ]] || sections=" check physref mpi ucp calib sweeps osu coll "
 for s in $sections; do
     case $s in
-    check | physref | mpi | ucp | calib | sweeps | osu) ;;
-    *) echo "bench.sh: unknown section '$s' (check physref mpi ucp calib sweeps osu all)" >&2; exit 2 ;;
+    check | physref | mpi | ucp | calib | sweeps | osu | coll) ;;
+    *) echo "bench.sh: unknown section '$s' (check physref mpi ucp calib sweeps osu coll all)" >&2; exit 2 ;;
     esac
 done
 want() { [[ $sections == *" $1 "* ]]; }
@@ -275,6 +279,39 @@ if want osu; then
     fi
 fi
 
+if want coll; then
+    # collectives and non-contiguous point-to-point on device buffers with
+    # Debian's Open MPI 4.1.4 (coll component gdrpipe, preloaded interposer),
+    # through the build tree's gdrpipe-run; then the original failure with
+    # the component off (must die)
+    GPRUN=(sh "$B/plugin/gdrpipe-run")
+    CV=$B/test/integration/coll_verify
+    NP=(--allow-run-as-root --oversubscribe --bind-to core --mca btl "^vader,tcp,openib,uct" -x LD_LIBRARY_PATH)
+    step coll-2ranks 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$CV" -d cuda \
+        --sizes 1,100,4096,70000,1048576 --expect-cuda-support 1
+    step coll-4ranks 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 4 "${NP[@]}" "$CV" -d cuda \
+        --sizes 1,4096,1048576 --expect-cuda-support 1
+    step coll-host 120 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$CV" -d host \
+        --expect-cuda-support 1
+    if step coll-off-must-crash 120 env GDRPIPE_PLUGIN="$P" OMPI_MCA_coll=^gdrpipe "${GPRUN[@]}" mpirun -np 2 \
+        "${NP[@]}" "$CV" -d cuda --no-p2p; then :; fi
+    # the last step is expected to fail: count it as a pass only if it did
+    if grep -q "coll-off-must-crash: rc=0" "$OUT/steps.rc"; then
+        echo "=== coll-off-must-crash: it did not crash"
+        fails=$((fails + 1))
+    else
+        fails=$((fails - 1))
+    fi
+    # MPI_Allreduce on device buffers against host buffers, OSU, same run
+    if [ -n "${OSU_DIR:-}" ]; then
+        x=$(find "$OSU_DIR" -name osu_allreduce -type f -perm -u+x 2>/dev/null | head -1)
+        if [ -n "$x" ]; then
+            bench osu_allreduce-D 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$x" -d cuda -m 8:67108864
+            bench osu_allreduce-H 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$x" -m 8:67108864
+        fi
+    fi
+fi
+
 # the tables
 if want mpi; then
     tables "MPI latency, device buffers, µs (UCX defaults / gdrpipe-run's settings)" \
@@ -287,6 +324,10 @@ if want mpi; then
     tables "MPI host buffers: gdrpipe (UCX defaults / gdrpipe-run's settings) against posix,cma (latency µs, bandwidth MB/s)" \
         "lat gdrpipe=lat-HH" "lat gdrpipe-run=lat-HH-gprun" "lat sm=lat-HH-sm" "bw gdrpipe=bw-HH" "bw gdrpipe-run=bw-HH-gprun" "bw sm=bw-HH-sm" \
         "bibw gdrpipe-run=bibw-HH-gprun" "bibw sm=bibw-HH-sm"
+fi
+if want coll && [ -n "${OSU_DIR:-}" ]; then
+    tables "osu_allreduce, 2 ranks, average latency µs: device buffers / host buffers" \
+        "device=osu_allreduce-D" "host=osu_allreduce-H"
 fi
 if want osu && [ -n "${OSU_DIR:-}" ]; then
     for b in osu_latency osu_bw osu_bibw osu_mbw_mr; do
