@@ -75,31 +75,12 @@ gdrpipe_shm_ep_no_resource(gdrpipe_shm_ep_t *ep)
     return UCS_ERR_NO_RESOURCE;
 }
 
-/* After a fence, nothing may overtake the GPU transfers issued before it:
- * active messages are delivered at once, while data-path transfers complete
- * later (protocol v2's "fenced write to remote" sends its ATP right after
- * put_zcopy + fence). Returns nonzero while the ep must hold back. */
-static UCS_F_ALWAYS_INLINE int gdrpipe_shm_ep_fence_blocks(gdrpipe_shm_ep_t *ep)
-{
-    gdrpipe_shm_iface_t *iface;
-
-    if (ucs_likely(!ep->fenced)) {
-        return 0;
-    }
-    iface = ucs_derived_of(ep->super.super.iface, gdrpipe_shm_iface_t);
-    if ((iface->xfer != NULL) && (gp_xfer_outstanding(iface->xfer) != 0)) {
-        return 1;
-    }
-    ep->fenced = 0;
-    return 0;
-}
-
 ucs_status_t gdrpipe_shm_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
     gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
     gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_ep->iface, gdrpipe_shm_iface_t);
 
-    if ((iface->xfer != NULL) && (gp_xfer_outstanding(iface->xfer) != 0)) {
+    if (gdrpipe_shm_iface_busy(iface)) {
         ep->fenced = 1;
     }
     return UCS_OK;
