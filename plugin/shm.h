@@ -55,6 +55,7 @@ typedef struct gdrpipe_shm_ep {
     ucs_list_link_t      pending_link;
     int                  on_pending_list;
     int                  fenced;     /* later operations wait for GPU transfers */
+    int                  dispatching; /* its queued requests are being sent */
 } gdrpipe_shm_ep_t;
 
 typedef struct {
@@ -128,6 +129,15 @@ static UCS_F_ALWAYS_INLINE int gdrpipe_shm_ep_fence_blocks(gdrpipe_shm_ep_t *ep)
     }
     ep->fenced = 0;
     return 0;
+}
+
+/* Whether an active message must be refused (UCS_ERR_NO_RESOURCE): after a
+ * fence (above), or while requests this endpoint queued earlier wait (UCT's
+ * ordering: a send may not overtake them; only their dispatch sends). */
+static UCS_F_ALWAYS_INLINE int gdrpipe_shm_ep_am_blocked(gdrpipe_shm_ep_t *ep)
+{
+    return (ucs_unlikely(!ucs_queue_is_empty(&ep->pending_q)) && !ep->dispatching) ||
+           gdrpipe_shm_ep_fence_blocks(ep);
 }
 ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                      uct_completion_t *comp);

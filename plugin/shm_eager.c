@@ -115,7 +115,7 @@ ucs_status_t gdrpipe_shm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *hea
     UCT_CHECK_LENGTH(header_length, 0, GDRPIPE_SHM_AM_MAX_HDR, "am_zcopy header");
     length = header_length + uct_iov_total_length(iov, iovcnt);
     UCT_CHECK_LENGTH(length, 0, iface->max_payload, "am_zcopy");
-    if (ucs_unlikely(gdrpipe_shm_ep_fence_blocks(ep))) {
+    if (gdrpipe_shm_ep_am_blocked(ep)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
