@@ -52,8 +52,8 @@ static ucs_status_t gdrpipe_shm_iface_query(uct_iface_h tl_iface, uct_iface_attr
      * threshold up, and the wire copies that at once, as bcopy would. The
      * MD does not ask for memory handles, so UCP registers nothing for it.
      * Without CUDA there is no device memory to send: not offered, so host
-     * synchronous sends keep bcopy (UCP's zcopy bookkeeping measured a few
-     * ns more per message than its bcopy there). */
+     * synchronous sends keep bcopy (zero copy costs them the lookup that
+     * tells host from device memory, docs/data-paths.md). */
     if (iface->eager_zcopy && gp_cuda_available()) {
         attr->cap.flags        |= UCT_IFACE_FLAG_AM_ZCOPY;
         attr->cap.am.max_zcopy  = iface->max_payload;
