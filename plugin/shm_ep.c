@@ -45,6 +45,7 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_ep_t, const uct_ep_params_t *params)
     ucs_queue_head_init(&self->pending_q);
     self->on_pending_list = 0;
     self->fenced          = 0;
+    self->dispatching     = 0;
     /* messages from the peer arrive in our FIFO: make sure progress runs */
     uct_base_iface_progress_enable(&iface->super.super,
                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
@@ -77,31 +78,12 @@ gdrpipe_shm_ep_no_resource(gdrpipe_shm_ep_t *ep)
     return UCS_ERR_NO_RESOURCE;
 }
 
-/* After a fence, nothing may overtake the GPU transfers issued before it:
- * active messages are delivered at once, while data-path transfers complete
- * later (protocol v2's "fenced write to remote" sends its ATP right after
- * put_zcopy + fence). Returns nonzero while the ep must hold back. */
-static UCS_F_ALWAYS_INLINE int gdrpipe_shm_ep_fence_blocks(gdrpipe_shm_ep_t *ep)
-{
-    gdrpipe_shm_iface_t *iface;
-
-    if (ucs_likely(!ep->fenced)) {
-        return 0;
-    }
-    iface = ucs_derived_of(ep->super.super.iface, gdrpipe_shm_iface_t);
-    if ((iface->xfer != NULL) && (gp_xfer_outstanding(iface->xfer) != 0)) {
-        return 1;
-    }
-    ep->fenced = 0;
-    return 0;
-}
-
 ucs_status_t gdrpipe_shm_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
     gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
     gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_ep->iface, gdrpipe_shm_iface_t);
 
-    if ((iface->xfer != NULL) && (gp_xfer_outstanding(iface->xfer) != 0)) {
+    if (gdrpipe_shm_iface_busy(iface)) {
         ep->fenced = 1;
     }
     return UCS_OK;
@@ -116,7 +98,7 @@ ucs_status_t gdrpipe_shm_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(length + sizeof(header), 0, ep->max_payload, "am_short");
-    if (ucs_unlikely(gdrpipe_shm_ep_fence_blocks(ep))) {
+    if (gdrpipe_shm_ep_am_blocked(ep)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -141,7 +123,7 @@ ucs_status_t gdrpipe_shm_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 0, ep->max_payload,
                      "am_short_iov");
-    if (ucs_unlikely(gdrpipe_shm_ep_fence_blocks(ep))) {
+    if (gdrpipe_shm_ep_am_blocked(ep)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -165,7 +147,7 @@ ssize_t gdrpipe_shm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t 
     void *p;
 
     UCT_CHECK_AM_ID(id);
-    if (ucs_unlikely(gdrpipe_shm_ep_fence_blocks(ep))) {
+    if (gdrpipe_shm_ep_am_blocked(ep)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -418,9 +400,11 @@ unsigned gdrpipe_shm_iface_dispatch_pending(gdrpipe_shm_iface_t *iface)
 
     ucs_list_for_each_safe(ep, tmp, &iface->pending_eps, pending_link) {
         if (gp_shm_has_space(ep->peer) && !gdrpipe_shm_ep_fence_blocks(ep)) {
+            ep->dispatching = 1;
             uct_pending_queue_dispatch(priv, &ep->pending_q,
                                        gp_shm_has_space(ep->peer) &&
                                        !gdrpipe_shm_ep_fence_blocks(ep));
+            ep->dispatching = 0;
             ++count;
         }
         gdrpipe_shm_ep_pending_unlink(ep);

@@ -43,7 +43,22 @@ static ucs_status_t gdrpipe_shm_iface_query(uct_iface_h tl_iface, uct_iface_attr
     attr->cap.am.opt_zcopy_align = 1;
     attr->cap.am.align_mtu       = 1;
     attr->cap.am.max_hdr         = 0;
-    attr->cap.am.max_iov         = SIZE_MAX;
+    attr->cap.am.max_iov         = GDRPIPE_SHM_AM_MAX_IOV;
+    /* Zero copy: UCP's zcopy threshold is then 1 for device memory (the MD
+     * registers it), so eager device messages come here instead of being
+     * packed by the copy device (shm_eager.c). Host memory keeps its short
+     * protocol up to the element size; UCP uses zcopy for host memory only
+     * where short is impossible (synchronous sends, UCP AM) from its auto
+     * threshold up, and the wire copies that at once, as bcopy would. The
+     * MD does not ask for memory handles, so UCP registers nothing for it.
+     * Without CUDA there is no device memory to send: not offered, so host
+     * synchronous sends keep bcopy (zero copy costs them the lookup that
+     * tells host from device memory, docs/data-paths.md). */
+    if (iface->eager_zcopy && gp_cuda_available()) {
+        attr->cap.flags        |= UCT_IFACE_FLAG_AM_ZCOPY;
+        attr->cap.am.max_zcopy  = iface->max_payload;
+        attr->cap.am.max_hdr    = ucs_min(GDRPIPE_SHM_AM_MAX_HDR, iface->max_payload);
+    }
 
     if (iface->cma_ok) {
         attr->cap.put.max_short       = iface->max_payload;
@@ -139,11 +154,14 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
 
     count = gp_shm_progress(iface->core, gdrpipe_shm_iface_am_cb, iface,
                             GDRPIPE_SHM_PROGRESS_MAX);
+    if (!ucs_queue_is_empty(&iface->eager.queue)) {
+        count += gdrpipe_shm_eager_progress(iface);
+    }
     if (iface->xfer != NULL) {
         count += gp_xfer_progress(iface->xfer);
-        if (!ucs_queue_is_empty(&iface->flush_q)) {
-            gdrpipe_shm_iface_complete_flushes(iface);
-        }
+    }
+    if (!ucs_queue_is_empty(&iface->flush_q)) {
+        gdrpipe_shm_iface_complete_flushes(iface);
     }
     if (!ucs_list_is_empty(&iface->pending_eps)) {
         count += gdrpipe_shm_iface_dispatch_pending(iface);
@@ -151,15 +169,16 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
     return count;
 }
 
-/* Active messages and CMA complete before they return; GPU transfers of the
- * data paths complete from progress, and flushes wait for them. */
+/* Active messages by copy and CMA complete before they return; GPU transfers
+ * of the data paths and zero-copy active messages of device memory complete
+ * from progress, and flushes wait for them. */
 ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                      uct_completion_t *comp)
 {
     gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
     gdrpipe_shm_flush_t *f;
 
-    if ((iface->xfer == NULL) || (gp_xfer_outstanding(iface->xfer) == 0)) {
+    if (!gdrpipe_shm_iface_busy(iface)) {
         return UCS_OK;
     }
     if (comp != NULL) {
@@ -177,7 +196,7 @@ void gdrpipe_shm_iface_complete_flushes(gdrpipe_shm_iface_t *iface)
 {
     gdrpipe_shm_flush_t *f;
 
-    if (gp_xfer_outstanding(iface->xfer) != 0) {
+    if (gdrpipe_shm_iface_busy(iface)) {
         return;
     }
     while (!ucs_queue_is_empty(&iface->flush_q)) {
@@ -229,9 +248,16 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     self->cma_ok      = gp_cma_available();
     self->bw          = config->bw;
     self->latency     = config->latency;
+    self->eager_zcopy = config->eager_zcopy;
+    self->stats       = config->stats;
+    if (gdrpipe_shm_eager_init(&self->eager) != UCS_OK) {
+        gp_shm_iface_close(self->core);
+        return UCS_ERR_NO_MEMORY;
+    }
     ucs_list_head_init(&self->pending_eps);
     self->scratch = ucs_malloc(self->max_payload, "gdrpipe scratch");
     if (self->scratch == NULL) {
+        gdrpipe_shm_eager_cleanup(self);
         gp_shm_iface_close(self->core);
         return UCS_ERR_NO_MEMORY;
     }
@@ -263,6 +289,7 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
                       "out of range (chunk >= 64k, depth 1..64)", config->chunk_size,
                       config->depth);
             ucs_free(self->scratch);
+            gdrpipe_shm_eager_cleanup(self);
             gp_shm_iface_close(self->core);
             return UCS_ERR_INVALID_PARAM;
         }
@@ -270,6 +297,7 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
             ucs_error("gdrpipe: UCX_GDRPIPE_CALIB_MAX_SIZE=%zu is out of range [4k, 1g]",
                       config->calib_max_size);
             ucs_free(self->scratch);
+            gdrpipe_shm_eager_cleanup(self);
             gp_shm_iface_close(self->core);
             return UCS_ERR_INVALID_PARAM;
         }
@@ -291,6 +319,10 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
 {
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    if (self->stats && self->eager_zcopy) {
+        gdrpipe_shm_eager_log_stats(self);
+    }
+    gdrpipe_shm_eager_cleanup(self);
     if (self->xfer != NULL) {
         gp_xfer_engine_destroy(self->xfer);
     }
@@ -323,6 +355,7 @@ static uct_iface_ops_t gdrpipe_shm_iface_ops = {
     .ep_am_short              = gdrpipe_shm_ep_am_short,
     .ep_am_short_iov          = gdrpipe_shm_ep_am_short_iov,
     .ep_am_bcopy              = gdrpipe_shm_ep_am_bcopy,
+    .ep_am_zcopy              = gdrpipe_shm_ep_am_zcopy,
     .ep_pending_add           = gdrpipe_shm_ep_pending_add,
     .ep_pending_purge         = gdrpipe_shm_ep_pending_purge,
     .ep_flush                 = gdrpipe_shm_ep_flush,

@@ -19,33 +19,6 @@ int StreamCopier::poll(CopyJob *job, std::string *why) { return poll_tokens(job-
 
 void StreamCopier::wait(CopyJob *job) noexcept { wait_tokens(job->toks); }
 
-bool HostPin::pin(void *p, std::size_t len, const char *what) noexcept {
-    auto &drv = cuda::driver();
-    if (p_ != nullptr || p == nullptr || len == 0 || !drv.available() ||
-        cuda::devices().count() <= 0) {
-        return false;
-    }
-    cuda::ScopedContext scope(0);
-    if (!scope.ok()) return false;
-    const CUresult r = drv.api().cuMemHostRegister(p, len, CU_MEMHOSTREGISTER_PORTABLE);
-    if (r != CUDA_SUCCESS) {
-        GP_WARN("%s: cuMemHostRegister(%zu bytes): %s (continuing unpinned)", what, len,
-                cuda::describe(r).c_str());
-        return false;
-    }
-    p_ = p;
-    dev_ = 0;
-    return true;
-}
-
-void HostPin::unpin() noexcept {
-    if (p_ == nullptr) return;
-    cuda::ScopedContext scope(dev_);
-    const CUresult r = cuda::driver().api().cuMemHostUnregister(p_);
-    if (r != CUDA_SUCCESS) GP_DEBUG("cuMemHostUnregister: %s", cuda::describe(r).c_str());
-    p_ = nullptr;
-}
-
 bool classify_one(void *p, std::size_t len, LocalMem *out) {
     struct iovec v{p, len};
     return classify(&v, 1, out);

@@ -380,6 +380,87 @@ static int vx_window(vx_t *v, const char *phase, size_t size)
     return 0;
 }
 
+/* The order phases: VX_ORDER_N messages of one size on one tag from
+ * alternating device and host buffers into placements alternating in pairs
+ * (device -> device, host -> device, device -> host, host -> host), so only
+ * their order tells them apart. Sizes up to VX_ORDER_MAX: every eager size
+ * class and the first rendezvous ones. */
+#define VX_ORDER_N 16
+#define VX_ORDER_MAX ((size_t)16385)
+
+static gp_mem_t vx_order_send_mem(int k) { return (k % 2) ? GP_MEM_HOST : GP_MEM_CUDA; }
+static gp_mem_t vx_order_recv_mem(int k) { return ((k / 2) % 2) ? GP_MEM_HOST : GP_MEM_CUDA; }
+
+/* One way, sender -> receiver. unexpected: every message is sent before the
+ * receiver posts a receive (it first waits for a marker sent after them, so
+ * they arrive unmatched); else every receive is posted before the sender
+ * starts (it waits for a marker from the receiver). */
+static int vx_order(vx_t *v, const char *phase, int sender, size_t size, int unexpected)
+{
+    vx_comm_t *c = v->c;
+    const uint64_t base = v->msg;
+    const size_t stride = size + VX_GUARD;
+    const uint32_t tag = vx_tag(base), mtag = vx_tag(base + VX_ORDER_N);
+    const int side = c->rank == sender ? 0 : 1;
+    void *rq[VX_ORDER_N] = {NULL};
+    char marker = 0;
+    int rc = 0;
+    v->msg += VX_ORDER_N + 1;
+    for (int k = 0; k < VX_ORDER_N; ++k) {
+        gp_mem_t t = side == 0 ? vx_order_send_mem(k) : vx_order_recv_mem(k);
+        char *p = (char *)v->buf[t][side] + (size_t)k * stride;
+        if ((side == 0 ? vx_prepare_send(v, t, p, 0, size, base + (uint64_t)k)
+                       : vx_prepare_recv(t, p, 0, size, base + (uint64_t)k)) != 0) {
+            vx_transport_fail(v, phase, "prepare", size);
+            return -1;
+        }
+    }
+    if (side == 0) {
+        if (!unexpected) {
+            rc = c->recv(c->ctx, &marker, 0, mtag);
+        }
+        for (int k = 0; k < VX_ORDER_N && rc == 0; ++k) {
+            gp_mem_t t = vx_order_send_mem(k);
+            rc = c->isend(c->ctx, (char *)v->buf[t][0] + (size_t)k * stride, size, tag,
+                          &rq[k]);
+        }
+        if (unexpected && rc == 0) {
+            rc = c->send(c->ctx, &marker, 0, mtag);
+        }
+    } else {
+        if (unexpected) {
+            rc = c->recv(c->ctx, &marker, 0, mtag);
+        }
+        for (int k = 0; k < VX_ORDER_N && rc == 0; ++k) {
+            gp_mem_t t = vx_order_recv_mem(k);
+            rc = c->irecv(c->ctx, (char *)v->buf[t][1] + (size_t)k * stride, size, tag,
+                          &rq[k]);
+        }
+        if (!unexpected && rc == 0) {
+            rc = c->send(c->ctx, &marker, 0, mtag);
+        }
+    }
+    if (rc != 0) {
+        vx_transport_fail(v, phase, "post", size);
+        return -1;
+    }
+    for (int k = 0; k < VX_ORDER_N; ++k) {
+        if (c->wait(c->ctx, rq[k]) != 0 && rc == 0) {
+            rc = -1;
+        }
+    }
+    if (rc != 0) {
+        vx_transport_fail(v, phase, "wait", size);
+        return -1;
+    }
+    for (int k = 0; k < VX_ORDER_N && side == 1; ++k) {
+        gp_mem_t t = vx_order_recv_mem(k);
+        vx_check(v, phase, t, (char *)v->buf[t][1] + (size_t)k * stride, 0, size,
+                 base + (uint64_t)k);
+    }
+    return 0;
+}
+
 /* free and re-allocate both buffers before every message */
 static int vx_realloc_phase(vx_t *v, const char *phase, long *allocs, long *repeats)
 {
@@ -500,6 +581,20 @@ long vx_run(vx_t *v, vx_comm_t *c)
             }
             err |= vx_phase_end(v, name, c0, f0, NULL);
         }
+    }
+
+    for (int unexpected = 1; unexpected >= 0 && m == GP_MEM_CUDA && !err; --unexpected) {
+        const char *name = unexpected ? "order-unexpected" : "order-expected";
+        c0 = v->checks, f0 = v->fails;
+        for (int sender = 0; sender < 2 && !err; ++sender) {
+            for (size_t i = 0; i < v->nsizes && !err; ++i) {
+                size_t size = v->sizes[i];
+                if (size <= VX_ORDER_MAX && VX_ORDER_N * (size + VX_GUARD) <= v->cap) {
+                    err = vx_order(v, name, sender, size, unexpected);
+                }
+            }
+        }
+        err |= vx_phase_end(v, name, c0, f0, NULL);
     }
 
     if (v->o.realloc_phase && !err) {

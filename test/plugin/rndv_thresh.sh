@@ -5,18 +5,27 @@
 # MB/s on AMD, 5800 MB/s on Intel). It was 47 KB with 2 ranks on Intel and
 # 44 KB with 8 ranks, which sent 16 and 32 KiB device messages eagerly, at 3-6
 # times the rendezvous time on the H200 pair (bench/RESULTS.md).
+# With a third argument, the CUDA driver library to load (the simulator), the
+# same again with CUDA on, where the wire also offers zero-copy active
+# messages: the threshold must not move.
 set -u
 exe=$1 plugin=$2
+cudalib=${3:-}
 fail=0
-for bw in 5008MBs 5800MBs; do
-    for ppn in 1 2 8 64; do
-        if out=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_BCOPY_BW=$bw \
-                 UCX_WARN_UNUSED_ENV_VARS=n timeout 60 "$exe" "$ppn" 16384 2>/dev/null); then
-            echo "ok: BCOPY_BW $bw, $out"
-        else
-            echo "FAIL: BCOPY_BW $bw, ${out:-ppn $ppn: error}"
-            fail=1
-        fi
+for cuda in off ${cudalib:+on}; do
+    lib=/nonexistent/libcuda.so.1
+    [ "$cuda" = on ] && lib=$cudalib
+    for bw in 5008MBs 5800MBs; do
+        for ppn in 1 2 8 64; do
+            if out=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_BCOPY_BW=$bw \
+                     UCX_GDRPIPE_CUDA_LIB=$lib GDRPIPE_SIM_DEVICES=2 \
+                     UCX_WARN_UNUSED_ENV_VARS=n timeout 60 "$exe" "$ppn" 16384 2>/dev/null); then
+                echo "ok: CUDA $cuda, BCOPY_BW $bw, $out"
+            else
+                echo "FAIL: CUDA $cuda, BCOPY_BW $bw, ${out:-ppn $ppn: error}"
+                fail=1
+            fi
+        done
     done
 done
 exit $fail

@@ -27,6 +27,7 @@
 // Threading: one thread steps a pipe; copiers may complete on any thread.
 #pragma once
 
+#include "gdrpipe/cuda/host_pin.hpp"
 #include "gdrpipe/pipeline/local_mem.hpp"
 
 #include <cstddef>
@@ -170,23 +171,7 @@ private:
 // LocalMem of one contiguous range (classified like classify()).
 bool classify_one(void *p, std::size_t len, LocalMem *out);
 
-// Staging slots pinned for the chunk copies (cuMemHostRegister, PORTABLE,
-// in device 0's primary context) from pin() until destruction. Without
-// CUDA, or when the driver refuses (logged as a warning naming `what`), the
-// memory stays unpinned and the copies still work, slower.
-class HostPin {
-public:
-    HostPin() = default;
-    ~HostPin() { unpin(); }
-    HostPin(const HostPin &) = delete;
-    HostPin &operator=(const HostPin &) = delete;
-    bool pin(void *p, std::size_t len, const char *what) noexcept;
-    bool pinned() const noexcept { return p_ != nullptr; }
-    void unpin() noexcept;
-
-private:
-    void *p_ = nullptr;
-    int dev_ = -1;
-};
+// Staging slots pinned for the chunk copies (cuda/host_pin.hpp).
+using HostPin = cuda::HostPin;
 
 } // namespace gdrpipe::pipeline
