@@ -249,7 +249,7 @@ if want osu; then
         # through gdrpipe-run with its defaults (the build tree's launcher),
         # rendezvous forced for every message, and, with BASE_PLUGIN (another
         # build's libuct_gdrpipe.so), the same benchmarks through that plugin
-        GPRUN=("$B/plugin/gdrpipe-run")
+        GPRUN=(sh "$B/plugin/gdrpipe-run")
         NOPRE=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca btl "^vader,tcp,openib,uct"
             -x LD_LIBRARY_PATH)
         # one GPU: two ranks time-slice it (~150 us a hand-over), so latency
@@ -268,8 +268,8 @@ if want osu; then
                 a=(-d cuda "${pl%% *}" "${pl##* }")
                 [ "$tag" = HH ] && a=()
                 [ "$b" = osu_mbw_mr ] && [ "$tag" = DD ] && a=(-d cuda D D)
-                bench "$b-$tag" 180 "${GPRUN[@]}" mpirun "${NOPRE[@]}" "$x" "${a[@]}"
-                [ "$tag" = HH ] || bench "$b-$tag-rndv0" 180 env UCX_RNDV_THRESH=0 "${GPRUN[@]}" mpirun \
+                bench "$b-$tag" 180 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun "${NOPRE[@]}" "$x" "${a[@]}"
+                [ "$tag" = HH ] || bench "$b-$tag-rndv0" 180 env GDRPIPE_PLUGIN="$P" UCX_RNDV_THRESH=0 "${GPRUN[@]}" mpirun \
                     -x UCX_RNDV_THRESH "${NOPRE[@]}" "$x" "${a[@]}"
                 [ -z "${BASE_PLUGIN:-}" ] || bench "$b-$tag-base" 180 env GDRPIPE_PLUGIN="$BASE_PLUGIN" \
                     "${GPRUN[@]}" mpirun "${NOPRE[@]}" "$x" "${a[@]}"

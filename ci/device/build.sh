@@ -13,4 +13,11 @@ ucx_src=${UCX_SRC:-$PWD/subprojects/ucx-src/ucx-1.13.1}
 [ -d .device/build ] || meson setup .device/build --buildtype=release -Ducx_src="$ucx_src"
 meson compile -C .device/build
 bash test/gpu/hooks/build.sh .device/gpu-hooks >/dev/null
-du -sh .device --exclude=bundle/debs
+# .device/run: the build's programs and libraries without its objects (what is
+# carried to the GPU machine; DEVICE_BUILD=.device/run for ci/device/*.sh)
+rm -rf .device/run
+(cd .device/build && find . -path ./meson-private -prune -o -path ./meson-logs -prune -o \
+    -name '*.p' -prune -o -type f \( -perm -u+x -o -name '*.so*' \) -print) |
+    while read -r f; do mkdir -p ".device/run/$(dirname "$f")" && cp -p ".device/build/$f" ".device/run/$f"; done
+strip --strip-debug .device/run/*/*.so* .device/run/*/*/*.so* 2>/dev/null || true
+du -sh .device/run .device/bundle .device --exclude=bundle/debs

@@ -3,16 +3,18 @@
 # the build carried in .device/, the log folder, and step(), which runs one
 # check with a time limit and keeps its log.
 # shellcheck shell=bash disable=SC2034
-for need in .device/bundle/env.sh .device/build/plugin/libuct_gdrpipe.so; do
+# DEVICE_BUILD: the build to run (default .device/build; a copy trimmed to
+# the binaries, without objects, keeps what is carried small)
+B=${DEVICE_BUILD:-$PWD/.device/build}
+for need in .device/bundle/env.sh "$B/plugin/libuct_gdrpipe.so"; do
     if [ ! -e "$need" ]; then
-        echo "ci/device: $PWD/$need is missing: build .device/ with ci/device/build.sh on Debian 12" \
-            "and carry .device/bundle and .device/build (shared/device/README.md)" >&2
+        echo "ci/device: $need is missing: build .device/ with ci/device/build.sh on Debian 12" \
+            "and carry .device/bundle and .device/run or .device/build (shared/device/README.md)" >&2
         exit 2
     fi
 done
 # shellcheck source=/dev/null
 . .device/bundle/env.sh
-B=$PWD/.device/build
 P=$B/plugin/libuct_gdrpipe.so
 OUT=${OUT:-/tmp/gdrpipe-out}
 mkdir -p "$OUT"
