@@ -15,6 +15,12 @@ for need in .device/bundle/env.sh "$B/plugin/libuct_gdrpipe.so"; do
 done
 # shellcheck source=/dev/null
 . .device/bundle/env.sh
+# the bundle's own Open MPI components: gdrpipe-run puts its component folder
+# before the caller's path, or before the path of the Open MPI it was built
+# against, which on the GPU machine would be the host's other Open MPI
+_cp=$OPAL_PREFIX/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+[ ! -d "$_cp" ] || export OMPI_MCA_mca_base_component_path=${OMPI_MCA_mca_base_component_path:-$_cp}
+unset _cp
 P=$B/plugin/libuct_gdrpipe.so
 OUT=${OUT:-/tmp/gdrpipe-out}
 mkdir -p "$OUT"
