@@ -73,6 +73,14 @@ class Copier final : public gdrpipe::pipeline::ChunkCopier {
         finished_.erase(job->ticket);
     }
     void set_delay(std::chrono::microseconds d) { delay_us_.store(d.count()); }
+    // Copiers given the same counters report how many of them were copying
+    // at once (a job counts from the start of its delay to the end of its
+    // copy): `peak` >= 2 shows stages that overlapped, whatever the machine's
+    // speed. Set before the first job.
+    void share_activity(std::atomic<int> *active, std::atomic<int> *peak) {
+        active_ = active;
+        peak_ = peak;
+    }
     std::atomic<int> fail_next{0}; // this many copies fail...
     std::atomic<int> fail_skip{0}; // ...after this many more succeeded
     std::atomic<int> copies{0};
@@ -97,6 +105,12 @@ class Copier final : public gdrpipe::pipeline::ChunkCopier {
             Job j = std::move(q_.front());
             q_.pop_front();
             lk.unlock();
+            if (active_ != nullptr) {
+                const int now = active_->fetch_add(1) + 1;
+                int seen = peak_->load();
+                while (now > seen && !peak_->compare_exchange_weak(seen, now)) {
+                }
+            }
             const long long us = delay_us_.load();
             if (us > 0) {
                 std::this_thread::sleep_for(std::chrono::microseconds(us));
@@ -113,6 +127,7 @@ class Copier final : public gdrpipe::pipeline::ChunkCopier {
                 for (const Piece &p : j.pieces) std::memcpy(p.dst, p.src, p.n);
                 copies.fetch_add(1);
             }
+            if (active_ != nullptr) active_->fetch_sub(1);
             lk.lock();
             finished_[j.ticket] = st;
             cv_.notify_all();
@@ -126,6 +141,8 @@ class Copier final : public gdrpipe::pipeline::ChunkCopier {
     std::map<std::uint64_t, int> finished_;
     std::uint64_t next_ticket_ = 0;
     bool stop_ = false;
+    std::atomic<int> *active_ = nullptr;
+    std::atomic<int> *peak_ = nullptr;
     std::thread t_;
 };
 

@@ -55,15 +55,20 @@ TEST_CASE("staged: automatic path choice follows the caller's threshold", "[rdma
 TEST_CASE("staged: D2H, wire and H2D overlap", "[rdma][staged][timing]") {
     // 12 chunks; each stage step 20 ms, the wire 15 ms per chunk. Done one
     // after another that is 12 * (20 + 15 + 20) = 660 ms (plus credit trips);
-    // pipelined about (12 + 2) * 20 = 280 ms. The steps are long so that
-    // scheduling noise on a loaded machine cannot blur the difference.
+    // pipelined about (12 + 2) * 20 = 280 ms. Whether the stages overlapped
+    // is read from the copiers themselves (two of them copying at once), not
+    // from the wall time, which a loaded machine stretches; the wall time is
+    // reported.
     FakeConfig fc;
     fc.latency_us = 15000;
+    std::atomic<int> active{0}, peak{0};
     Pair p(fc);
     const auto step = 20ms;
     for (Side *s : {&p.a, &p.b}) {
         s->out->set_delay(step);
         s->in->set_delay(step);
+        s->out->share_activity(&active, &peak);
+        s->in->share_activity(&active, &peak);
     }
     const std::size_t n = 12 * 16384;
     std::vector<std::uint8_t> owner(n, 0);
@@ -77,9 +82,9 @@ TEST_CASE("staged: D2H, wire and H2D overlap", "[rdma][staged][timing]") {
     REQUIRE(r.status == 0);
     CHECK(std::memcmp(owner.data(), src.data(), n) == 0);
     const auto serial = 12 * (step + 15ms + step);
-    INFO("wall " << wall.count() << " ms, serial " << serial.count() << " ms");
-    CHECK(wall >= 12 * step);      // every stage step really ran
-    CHECK(wall < serial * 3 / 4);  // and they overlapped
+    INFO("wall " << wall.count() << " ms (serial " << serial.count() << " ms, pipelined ~280 ms)");
+    CHECK(wall >= 12 * step); // every stage step really ran
+    CHECK(peak.load() >= 2);  // and stages ran at once
 }
 
 TEST_CASE("staged: both directions at once", "[rdma][staged]") {
@@ -113,12 +118,14 @@ TEST_CASE("staged: both directions at once", "[rdma][staged]") {
 TEST_CASE("staged: QP error mid-transfer -> error completion and cleanup", "[rdma][staged]") {
     FakeConfig fc;
     fc.latency_us = 500;
-    Pair p(fc);
-    for (Side *s : {&p.a, &p.b}) s->out->set_delay(1ms);
+    // declared before the pair: its copier threads may still be copying
+    // into them when the pair is destroyed with the transfer cut off
     const std::size_t n = 40 * 16384;
     std::vector<std::uint8_t> owner(n, 0);
-    auto key = p.b.eng->expose({owner.data(), n}).value();
     auto src = pattern(n, 4);
+    Pair p(fc);
+    for (Side *s : {&p.a, &p.b}) s->out->set_delay(1ms);
+    auto key = p.b.eng->expose({owner.data(), n}).value();
     Result r1, r2;
     REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r1.cb(), PathChoice::staged) == 0);
     // queued behind the first one: it cannot finish before the failure
