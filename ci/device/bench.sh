@@ -26,7 +26,8 @@
 #   sweeps   the proof sweeps (ci/device/proof-sweeps.sh, $SWEEP_REPS times)
 #   osu      the OSU micro-benchmarks osu_latency / osu_bw / osu_bibw /
 #            osu_mbw_mr (D D and H H) through gdrpipe-run with its defaults,
-#            D D also with rendezvous forced (UCX_RNDV_THRESH=0), and through
+#            D D also with rendezvous forced (UCX_RNDV_THRESH=0), with eager
+#            device messages packed by UCP (UCX_GDRPIPE_EAGER_ZCOPY=n), and through
 #            BASE_PLUGIN when set (another build's plugin, side by side), then
 #            the physical reference; needs OSU_DIR, a folder holding already
 #            built OSU binaries for this MPI (this script never builds them)
@@ -271,6 +272,8 @@ if want osu; then
                 bench "$b-$tag" 180 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun "${NOPRE[@]}" "$x" "${a[@]}"
                 [ "$tag" = HH ] || bench "$b-$tag-rndv0" 180 env GDRPIPE_PLUGIN="$P" UCX_RNDV_THRESH=0 "${GPRUN[@]}" mpirun \
                     -x UCX_RNDV_THRESH "${NOPRE[@]}" "$x" "${a[@]}"
+                [ "$tag" = HH ] || bench "$b-$tag-bcopy" 180 env GDRPIPE_PLUGIN="$P" UCX_GDRPIPE_EAGER_ZCOPY=n \
+                    "${GPRUN[@]}" mpirun -x UCX_GDRPIPE_EAGER_ZCOPY "${NOPRE[@]}" "$x" "${a[@]}"
                 [ -z "${BASE_PLUGIN:-}" ] || bench "$b-$tag-base" 180 env GDRPIPE_PLUGIN="$BASE_PLUGIN" \
                     "${GPRUN[@]}" mpirun "${NOPRE[@]}" "$x" "${a[@]}"
             done
@@ -331,8 +334,9 @@ if want coll && [ -n "${OSU_DIR:-}" ]; then
 fi
 if want osu && [ -n "${OSU_DIR:-}" ]; then
     for b in osu_latency osu_bw osu_bibw osu_mbw_mr; do
-        tables "$b D D (gdrpipe-run defaults / rendezvous forced / BASE_PLUGIN) and H H" \
-            "D D=$b-DD" "D D RNDV_THRESH=0=$b-DD-rndv0" "D D base=$b-DD-base" "H H=$b-HH" "H H base=$b-HH-base"
+        tables "$b D D (gdrpipe-run defaults / rendezvous forced / eager packed by UCP / BASE_PLUGIN) and H H" \
+            "D D=$b-DD" "D D RNDV_THRESH=0=$b-DD-rndv0" "D D EAGER_ZCOPY=n=$b-DD-bcopy" "D D base=$b-DD-base" \
+            "H H=$b-HH" "H H base=$b-HH-base"
     done
 fi
 echo

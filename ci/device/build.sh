@@ -19,5 +19,6 @@ rm -rf .device/run
 (cd .device/build && find . -path ./meson-private -prune -o -path ./meson-logs -prune -o \
     -name '*.p' -prune -o -type f \( -perm -u+x -o -name '*.so*' \) -print) |
     while read -r f; do mkdir -p ".device/run/$(dirname "$f")" && cp -p ".device/build/$f" ".device/run/$f"; done
+cp -p .device/build/plugin/gdrpipe-run .device/run/plugin/
 strip --strip-debug .device/run/*/*.so* .device/run/*/*/*.so* 2>/dev/null || true
 du -sh .device/run .device/bundle .device --exclude=bundle/debs
