@@ -95,7 +95,7 @@ table() {
         BEGIN { n = split(names, name, "|") - 1; split(files, file, "|")
                 for (i = 1; i <= n; i++) col_of[file[i]] = i }
         FNR == 1 { col = col_of[FILENAME] }
-        /^[0-9]+[ \t]+[0-9.]+[ \t]*$/ { v[$1, col] = $2; if (!($1 in seen)) { seen[$1] = 1; size[++m] = $1 } }
+        /^[0-9]+([ \t]+[0-9.]+)+[ \t]*$/ { v[$1, col] = $2; if (!($1 in seen)) { seen[$1] = 1; size[++m] = $1 } }
         END {
             printf "| size (B) |"; for (i = 1; i <= n; i++) printf " %s |", name[i]; printf "\n|---|"
             for (i = 1; i <= n; i++) printf "---|"; printf "\n"
@@ -335,7 +335,7 @@ fi
 if want osu && [ -n "${OSU_DIR:-}" ]; then
     for b in osu_latency osu_bw osu_bibw osu_mbw_mr; do
         tables "$b D D (gdrpipe-run defaults / rendezvous forced / eager packed by UCP / BASE_PLUGIN) and H H" \
-            "D D=$b-DD" "D D RNDV_THRESH=0=$b-DD-rndv0" "D D EAGER_ZCOPY=n=$b-DD-bcopy" "D D base=$b-DD-base" \
+            "D D=$b-DD" "D D rndv forced=$b-DD-rndv0" "D D eager packed=$b-DD-bcopy" "D D base=$b-DD-base" \
             "H H=$b-HH" "H H base=$b-HH-base"
     done
 fi
