@@ -81,11 +81,6 @@ void Driver::load() {
     available_ = true;
 }
 
-bool Driver::timing_is_modeled() const noexcept {
-    double t;
-    return modeled_clock_ != nullptr && modeled_clock_(&t) == 1;
-}
-
 double Driver::timing_now() const noexcept {
     double t = 0;
     if (modeled_clock_ != nullptr && modeled_clock_(&t) == 1) return t;

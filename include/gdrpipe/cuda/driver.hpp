@@ -92,7 +92,6 @@ public:
     // clock, GDRPIPE_SIM_CLOCK=virtual: deterministic timings for tests),
     // else the steady clock. The real driver has none.
     double timing_now() const noexcept;
-    bool timing_is_modeled() const noexcept;
 
 private:
     void load();
