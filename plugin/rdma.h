@@ -24,6 +24,7 @@ typedef struct gdrpipe_rdma_md_config {
     double          fake_latency_us;
     double          fake_bw_gbps;
     double          fake_dev_bw_gbps;
+    int             fake_modeled_clock;
     unsigned        cache_max_regions;
     size_t          cache_max_bytes;
 } gdrpipe_rdma_md_config_t;

@@ -90,6 +90,9 @@ static unsigned gdrpipe_rdma_iface_progress(uct_iface_h tl_iface)
     ucs_list_for_each_safe(ep, tmp, &iface->eps, link) {
         count += gdrpipe_rdma_ep_progress(ep);
     }
+    if (count == 0) {
+        gp_rdma_dev_idle(iface->md->dev); /* a modeled fake fabric moves on */
+    }
     /* failures are reported after the loop, one per call: UCX's handler may
      * destroy endpoints */
     ucs_list_for_each(ep, &iface->eps, link) {

@@ -51,6 +51,13 @@ static ucs_config_field_t gdrpipe_rdma_md_config_table[] = {
      "the staged path win for large messages (THRESH=auto measures where).",
      ucs_offsetof(gdrpipe_rdma_md_config_t, fake_dev_bw_gbps), UCS_CONFIG_TYPE_DOUBLE},
 
+    {"FAKE_MODELED_CLOCK", "n",
+     "TEST ONLY (with FAKE). The fake fabric's time is modeled: operations take\n"
+     "exactly their latency and bandwidth, and the clock moves only when the\n"
+     "process has nothing to progress, so calibrations are exact and do not\n"
+     "depend on the machine's load.",
+     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_modeled_clock), UCS_CONFIG_TYPE_BOOL},
+
     {"RCACHE_MAX_REGIONS", "inf",
      "Bound of each registration cache (host, device) in regions.",
      ucs_offsetof(gdrpipe_rdma_md_config_t, cache_max_regions), UCS_CONFIG_TYPE_UINT},
@@ -175,6 +182,7 @@ static void gdrpipe_rdma_apply_fake(void)
     fc.latency_us = gdrpipe_rdma_env_double("UCX_GDRPIPE_RDMA_FAKE_LATENCY", 1.0);
     fc.bandwidth_gbps        = gdrpipe_rdma_env_double("UCX_GDRPIPE_RDMA_FAKE_BW", 0.0);
     fc.device_bandwidth_gbps = gdrpipe_rdma_env_double("UCX_GDRPIPE_RDMA_FAKE_DEV_BW", 0.0);
+    fc.modeled_clock = gdrpipe_rdma_env_bool("UCX_GDRPIPE_RDMA_FAKE_MODELED_CLOCK", 0);
     fail          = getenv("UCX_GDRPIPE_RDMA_FAKE_FAIL_AFTER");
     fc.fail_after = (fail != NULL) ? (unsigned)strtoul(fail, NULL, 0) : 0;
     if (gp_rdma_use_fake(&fc) != 0) {

@@ -26,6 +26,10 @@ typedef struct gp_rdma_fake_config {
                              * memory (the NIC's GPU access); 0 = bandwidth_gbps */
     unsigned fail_after;    /* >0: the n-th transfer started in this process
                              * forces its QP into the error state (fault test) */
+    int modeled_clock;      /* the fabric's time is modeled, not real: it moves
+                             * when the process has nothing to progress
+                             * (gp_rdma_dev_idle), so calibrations measure the
+                             * parameters above exactly, whatever the load */
 } gp_rdma_fake_config_t;
 int gp_rdma_use_fake(const gp_rdma_fake_config_t *cfg);
 int gp_rdma_is_fake(void);
@@ -114,6 +118,9 @@ int gp_rdma_ep_start(gp_rdma_ep_t *ep, int is_get, void *local, size_t len,
                      uint64_t remote_addr, const void *rkey, int path,
                      gp_rdma_done_cb_t cb, void *arg);
 unsigned gp_rdma_ep_progress(gp_rdma_ep_t *ep);
+/* The caller's progress found nothing to do: a fabric on a modeled clock (the
+ * fake's modeled_clock) moves to its next event; on hardware, nothing. */
+void gp_rdma_dev_idle(gp_rdma_dev_t *dev);
 /* transfers started and not yet completed, and whether the peer's staged
  * requests are still being served */
 int gp_rdma_ep_idle(const gp_rdma_ep_t *ep);

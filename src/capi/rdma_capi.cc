@@ -256,6 +256,7 @@ int gp_rdma_use_fake(const gp_rdma_fake_config_t *cfg) {
     fc.latency_us = cfg->latency_us;
     fc.bandwidth_gbps = cfg->bandwidth_gbps;
     fc.device_bandwidth_gbps = cfg->device_bandwidth_gbps;
+    fc.modeled_clock = cfg->modeled_clock != 0;
     g_fake = new FakeFabric(fc);
     g_backend = g_fake->backend().release();
     GP_INFO("rdma: using the in-process fake fabric (test mode)");
@@ -513,6 +514,8 @@ unsigned gp_rdma_ep_progress(gp_rdma_ep_t *ep) {
     const int r = ep->eng->progress();
     return r > 0 ? static_cast<unsigned>(r) : 0;
 }
+
+void gp_rdma_dev_idle(gp_rdma_dev_t *dev) { dev->ctx->idle(); }
 
 int gp_rdma_ep_idle(const gp_rdma_ep_t *ep) { return ep->inflight == 0 && ep->eng->idle(); }
 

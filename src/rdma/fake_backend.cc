@@ -1,6 +1,7 @@
 // In-process fake RDMA fabric (see include/gdrpipe/rdma/fake_backend.hpp).
-// One mutex guards the whole fabric; one worker thread executes the posted
-// operations in post order per QP and delivers their completions.
+// One mutex guards the whole fabric. In real time one worker thread executes
+// the posted operations in post order per QP and delivers their completions;
+// on a modeled clock the thread that calls Context::idle does.
 #include <gdrpipe/log.hpp>
 #include <gdrpipe/rdma/fake_backend.hpp>
 
@@ -92,6 +93,7 @@ struct Fabric {
     int fail_regs = 0;
     int fail_err = 0;
     FakeStats st;
+    Clock::time_point vnow{}; // the clock when cfg.modeled_clock
 
     // ---- everything below runs with mu held
     static void push(CqRec *cq, const Completion &c) {
@@ -340,51 +342,61 @@ struct Fabric {
         return Exec::done;
     }
 
+    // Executes, in post order per QP, every operation due at `now`; returns
+    // whether any ran and leaves in `next` the earliest due time still ahead.
+    bool sweep(Clock::time_point now, std::optional<Clock::time_point> &next) {
+        std::unordered_set<std::uint32_t> blocked;
+        bool progressed = false;
+        next.reset();
+        for (auto it = ops.begin(); it != ops.end();) {
+            auto qit = qps.find(it->qpn);
+            if (qit == qps.end()) { // QP destroyed: its work vanishes
+                it = ops.erase(it);
+                continue;
+            }
+            QpRec &q = *qit->second;
+            if (q.state == QpState::error) {
+                const Op op = std::move(*it);
+                it = ops.erase(it);
+                complete_req(q, op, WcStatus::wr_flush_err,
+                             op.kind == OpKind::read ? WcOpcode::rdma_read : WcOpcode::rdma_write,
+                             0);
+                progressed = true;
+                continue;
+            }
+            if (blocked.count(it->qpn) != 0) {
+                ++it;
+                continue;
+            }
+            if (it->due > now) {
+                blocked.insert(it->qpn);
+                if (!next || it->due < *next) {
+                    next = it->due;
+                }
+                ++it;
+                continue;
+            }
+            if (execute(q, *it) == Exec::stall) {
+                blocked.insert(it->qpn);
+                ++it;
+                continue;
+            }
+            it = ops.erase(it);
+            progressed = true;
+        }
+        return progressed;
+    }
+
+    // Real time: the worker thread executes each operation when it is due.
     void run() {
         std::unique_lock<std::mutex> lk(mu);
         while (!stop) {
-            const Clock::time_point now = Clock::now();
-            std::unordered_set<std::uint32_t> blocked;
-            std::optional<Clock::time_point> next;
-            bool progressed = false;
-            for (auto it = ops.begin(); it != ops.end();) {
-                auto qit = qps.find(it->qpn);
-                if (qit == qps.end()) { // QP destroyed: its work vanishes
-                    it = ops.erase(it);
-                    continue;
-                }
-                QpRec &q = *qit->second;
-                if (q.state == QpState::error) {
-                    const Op op = std::move(*it);
-                    it = ops.erase(it);
-                    complete_req(q, op, WcStatus::wr_flush_err,
-                                 op.kind == OpKind::read ? WcOpcode::rdma_read
-                                                         : WcOpcode::rdma_write,
-                                 0);
-                    progressed = true;
-                    continue;
-                }
-                if (blocked.count(it->qpn) != 0) {
-                    ++it;
-                    continue;
-                }
-                if (it->due > now) {
-                    blocked.insert(it->qpn);
-                    if (!next || it->due < *next) {
-                        next = it->due;
-                    }
-                    ++it;
-                    continue;
-                }
-                if (execute(q, *it) == Exec::stall) {
-                    blocked.insert(it->qpn);
-                    ++it;
-                    continue;
-                }
-                it = ops.erase(it);
-                progressed = true;
+            if (cfg.modeled_clock) { // operations run in idle(), on the caller's thread
+                cv.wait(lk);
+                continue;
             }
-            if (progressed) {
+            std::optional<Clock::time_point> next;
+            if (sweep(Clock::now(), next)) {
                 continue;
             }
             if (next) {
@@ -394,6 +406,20 @@ struct Fabric {
             }
         }
     }
+
+    // Modeled time: the caller waits for a completion. Whatever is due now
+    // runs; if nothing is, the clock moves to the next due operation and
+    // everything due then runs. Deterministic: no thread, no host time.
+    void idle() {
+        std::optional<Clock::time_point> next;
+        if (sweep(vnow, next) || !next) {
+            return;
+        }
+        vnow = *next;
+        sweep(vnow, next);
+    }
+
+    Clock::time_point now() const { return cfg.modeled_clock ? vnow : Clock::now(); }
 };
 
 // ---------------------------------------------------------------- objects --
@@ -573,7 +599,7 @@ class FakeQp final : public QueuePair {
         for (const Sge &s : op.sges) {
             bytes += s.length;
         }
-        const Clock::time_point now = Clock::now();
+        const Clock::time_point now = f_->now();
         Clock::time_point start = std::max(now, q_->busy);
         double bw = f_->cfg.bandwidth_gbps;
         if (f_->cfg.device_bandwidth_gbps > 0 && touches_device_mem(op, bytes)) {
@@ -725,6 +751,19 @@ class FakeContext final : public Context {
             return make_error(-EINVAL, "fake create_cq: bad depth");
         }
         return std::unique_ptr<CompletionQueue>(std::make_unique<FakeCq>(f_));
+    }
+    std::optional<double> modeled_now() const override {
+        if (!f_->cfg.modeled_clock) {
+            return std::nullopt;
+        }
+        std::lock_guard<std::mutex> g(f_->mu);
+        return std::chrono::duration<double>(f_->vnow.time_since_epoch()).count();
+    }
+    void idle() override {
+        if (f_->cfg.modeled_clock) {
+            std::lock_guard<std::mutex> g(f_->mu);
+            f_->idle();
+        }
     }
 
   private:

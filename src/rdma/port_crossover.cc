@@ -88,6 +88,7 @@ const pipeline::PairChoice &port_choice(const PortCalibration &pc, const pipelin
     r.options.min_bytes = 4096;
     r.options.max_bytes = cfg.max_bytes;
     r.options.budget_s = cfg.budget_s;
+    r.options.clock = context_clock(*pc.ctx); // the fabric's own where it models time
     // the staged shape is the endpoints' (slot size x slots), fixed per
     // interface: measure that one, no tuning
     r.options.tune_pipeline = false;

@@ -16,6 +16,17 @@ RdmaProber::~RdmaProber() {
     a_.reset();
 }
 
+model::Clock RdmaProber::clock() const {
+    return context_clock(ctx_);
+}
+
+model::Clock context_clock(const Context &ctx) {
+    return [&ctx, steady = model::steady_clock_seconds()] {
+        const std::optional<double> m = ctx.modeled_now();
+        return m ? *m : steady();
+    };
+}
+
 bool RdmaProber::ensure_pair(const model::PipelineParams &pp) {
     if (shape_ && *shape_ == pp && a_ && b_ && a_->state() == ConnState::connected &&
         b_->state() == ConnState::connected) {
@@ -66,14 +77,16 @@ std::optional<double> RdmaProber::time_once(model::Path p, std::size_t bytes,
     const TransferStats before = a_->stats();
     int status = 1;
     LocalBuffer src{cfg_.src, bytes, cfg_.kind};
-    const auto t0 = std::chrono::steady_clock::now();
+    const model::Clock now = clock();
+    const double t0 = now();
+    const auto real_t0 = std::chrono::steady_clock::now();
     const int rc = a_->put(src, reinterpret_cast<std::uintptr_t>(cfg_.dst), key_,
                            [&status](int st) { status = st; },
                            direct ? PathChoice::direct : PathChoice::staged);
     if (rc != 0) {
         return std::nullopt;
     }
-    const auto limit = t0 + std::chrono::duration<double>(cfg_.timeout_s);
+    const auto limit = real_t0 + std::chrono::duration<double>(cfg_.timeout_s);
     while (status == 1) {
         const int n = a_->progress() + b_->progress();
         if (std::chrono::steady_clock::now() > limit) {
@@ -84,10 +97,11 @@ std::optional<double> RdmaProber::time_once(model::Path p, std::size_t bytes,
             return std::nullopt;
         }
         if (n == 0) {
+            ctx_.idle(); // a modeled fabric moves to its next event
             std::this_thread::yield();
         }
     }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = now() - t0;
     const TransferStats after = a_->stats();
     if (direct != (after.direct > before.direct)) {
         ++mismatches_;

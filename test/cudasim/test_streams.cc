@@ -80,7 +80,9 @@ TEST_CASE("copies on different links overlap; copies on one link share it", "[st
   CU_OK(cuStreamSynchronize(s2));
   double overlap = seconds_since(t0);
   REQUIRE(overlap >= one * 0.95);
-  REQUIRE(overlap < one * 1.8);  // ~max, not the sum (2x)
+  // that they overlap (~max, not the sum) is an upper bound on host time,
+  // which load can cross: proven exactly on the virtual clock
+  // (test_virtual_clock.cc)
 
   t0 = std::chrono::steady_clock::now();
   CU_OK(cuMemcpyHtoDAsync(d1, h1.data(), n, s1));

@@ -13,6 +13,12 @@
 // - Latency and bandwidth per QP: an op is done at
 //   max(now, qp busy) + bytes/bandwidth + latency; operations touching
 //   declared device memory use device_bandwidth_gbps if lower.
+// - Time is real (a worker thread executes each operation when it is due) or
+//   modeled (modeled_clock): the fabric's clock starts at 0 and moves only
+//   when a caller has nothing to do (Context::idle), to the next due
+//   operation, which then runs on that caller's thread. Timings read from
+//   Context::modeled_now are then exactly the modeled ones, whatever the
+//   load of the machine.
 // - Faults: a QP forced to error; failing registrations; an MR limit
 //   (-ENOMEM beyond it); dma-buf unsupported; device memory that reg_mr
 //   refuses (-EFAULT) unless "peermem" is on.
@@ -38,6 +44,7 @@ struct FakeConfig {
     bool dmabuf_supported = true;
     bool peermem = false;        // reg_mr accepts device memory
     std::uint32_t max_inline = 64;
+    bool modeled_clock = false;  // see above
 };
 
 struct FakeStats {

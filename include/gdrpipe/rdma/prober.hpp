@@ -26,12 +26,19 @@ struct RdmaProberConfig {
     double timeout_s = 10.0;   // one transfer
 };
 
+// The context's modeled clock (Context::modeled_now) where it has one, else
+// the steady clock, in seconds. `ctx` must outlive the returned clock.
+model::Clock context_clock(const Context &ctx);
+
 class RdmaProber final : public model::Prober {
   public:
     RdmaProber(Context &ctx, ProtectionDomain &pd, Registrar &reg, RdmaProberConfig cfg);
     ~RdmaProber() override;
     std::optional<double> time_once(model::Path p, std::size_t bytes,
                                     const model::PipelineParams &pp) override;
+    // What the probes are timed with: the context's modeled clock where it
+    // has one, else the steady clock. Calibrations keep their budget on it.
+    model::Clock clock() const;
     // Transfers that took another path than asked (e.g. direct impossible).
     std::uint64_t mismatches() const noexcept { return mismatches_; }
 

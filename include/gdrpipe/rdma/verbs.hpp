@@ -172,6 +172,13 @@ class Context {
     virtual const PortInfo &port() const noexcept = 0;
     virtual Expected<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;
     virtual Expected<std::unique_ptr<CompletionQueue>> create_cq(int depth) = 0;
+    // The fabric's own clock in seconds where it models time (the fake
+    // fabric's modeled_clock), else nullopt: callers time with the steady
+    // clock.
+    virtual std::optional<double> modeled_now() const { return std::nullopt; }
+    // The caller has nothing to do until a completion arrives: a fabric on a
+    // modeled clock moves to its next event; a real one does nothing.
+    virtual void idle() {}
 };
 
 class Backend {
