@@ -2,6 +2,7 @@
 # perftest.sh PLUGIN -- Debian's ucx_perftest, server and client as two
 # processes, through gdrpipe only (UCX_TLS=gdrpipe,self).
 set -u
+source "$(dirname "$0")/listen.sh"
 plugin=$1
 export LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_WARN_UNUSED_ENV_VARS=n
 port=$((20000 + $$ % 20000))
@@ -10,7 +11,7 @@ run() {   # run "args"
     port=$((port + 1))
     timeout 60 ucx_perftest $1 -p $port >/tmp/gp-perf-srv.$$ 2>&1 &
     local srv=$!
-    sleep 0.3
+    wait_listening $port $srv
     local out
     out=$(timeout 60 ucx_perftest 127.0.0.1 $1 -p $port 2>&1)
     local rc=$?

@@ -4,6 +4,7 @@
 # deliver truncated or corrupt messages; equal sizes, and different
 # UCX_GDRPIPE_FIFO_SIZE, must work.
 set -u
+source "$(dirname "$0")/listen.sh"
 plugin=$1
 export LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_WARN_UNUSED_ENV_VARS=n
 port=$((20000 + ($$ + 7919) % 20000))
@@ -17,11 +18,14 @@ run() {
     env UCX_GDRPIPE_$1=$2 timeout 20 ucx_perftest -t tag_bw -s 4096 -n 200 -p $port \
         >"$tmp/srv" 2>&1 &
     local srv=$!
-    sleep 0.3
+    wait_listening $port $srv
     env UCX_GDRPIPE_$1=$3 timeout 20 ucx_perftest 127.0.0.1 -t tag_bw -s 4096 -n 200 \
         -p $port >"$tmp/cli" 2>&1
     local rc=$?
-    kill $srv 2>/dev/null
+    # a client that finished leaves the server to finish too (on a loaded
+    # machine it may take a while: its own timeout bounds it); after a
+    # refusal the server would wait for a client forever
+    [ $rc -eq 0 ] || kill $srv 2>/dev/null
     wait $srv
     local src=$?
     local what="server $1=$2, client $1=$3"
