@@ -55,6 +55,16 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "4-7 x lower with it (the receiver's copy still runs in the other process).",
      ucs_offsetof(gdrpipe_iface_config_t, eager_zcopy), UCS_CONFIG_TYPE_BOOL},
 
+    {"TAG_MATCHING", "y",
+     "Match tagged messages in the wire (UCT's tag-offload interface, served in\n"
+     "software). UCP then posts receive buffers, device memory included, to the\n"
+     "wire: a device message that meets its posted receive is copied once, by\n"
+     "the receiver, straight from the sender's buffer (the direct or staged data\n"
+     "path), at every size. UCP uses it for endpoints without peer-failure\n"
+     "handling; receives into a wildcard source stay with UCP. n: tagged\n"
+     "messages are UCP active messages (device eager messages packed by copies).",
+     ucs_offsetof(gdrpipe_iface_config_t, tag_matching), UCS_CONFIG_TYPE_BOOL},
+
     {"FIFO_SIZE", "256",
      "Number of elements in each interface's receive FIFO (rounded up to a\n"
      "power of two).",

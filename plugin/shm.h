@@ -5,6 +5,7 @@
 #include "gdrpipe.h"
 
 #include <ucs/datastruct/mpool.h>
+#include "shm_tag.h"
 
 /* Active messages of the wire sent by zero copy: header and payload up to
  * the FIFO element's payload; at most this many iov entries and this long a
@@ -39,6 +40,7 @@ typedef struct gdrpipe_shm_iface {
     int               eager_zcopy;   /* AM zcopy offered (UCX_GDRPIPE_EAGER_ZCOPY) */
     int               stats;         /* UCX_GDRPIPE_STATS */
     gdrpipe_shm_eager_t eager;       /* device-memory AM zcopy in flight */
+    gdrpipe_shm_tag_t   tag;         /* tag matching (shm_tag.c) */
 } gdrpipe_shm_iface_t;
 
 typedef struct gdrpipe_shm_flush {
@@ -101,6 +103,20 @@ ucs_status_t gdrpipe_shm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *hea
                                      size_t iovcnt, unsigned flags,
                                      uct_completion_t *comp);
 unsigned gdrpipe_shm_iface_dispatch_pending(gdrpipe_shm_iface_t *iface);
+/* hands one wire message to its consumer (UCT's handler, the data paths,
+ * tag matching) */
+void gdrpipe_shm_iface_deliver(gdrpipe_shm_iface_t *iface, uint8_t am_id, void *data,
+                               uint32_t len);
+
+typedef enum {
+    GDRPIPE_PIECE_HOST,         /* memcpy */
+    GDRPIPE_PIECE_DEVICE_ASYNC, /* cuMemAlloc memory: async copy, published later */
+    GDRPIPE_PIECE_DEVICE_SYNC   /* pool, VMM, managed: the synchronous copy, ordered
+                                 * with the legacy stream like UCP's packing was */
+} gdrpipe_piece_kind_t;
+/* Where a piece of a message lives (*device: its ordinal, else -1). */
+gdrpipe_piece_kind_t gdrpipe_shm_piece_kind(const void *buffer, size_t length,
+                                            int *device);
 ucs_status_t gdrpipe_shm_eager_init(gdrpipe_shm_eager_t *eager);
 /* waits for every copy in flight, publishes the messages, frees everything */
 void gdrpipe_shm_eager_cleanup(gdrpipe_shm_iface_t *iface);
@@ -113,6 +129,14 @@ static UCS_F_ALWAYS_INLINE int gdrpipe_shm_iface_busy(const gdrpipe_shm_iface_t 
 {
     return (iface->eager.outstanding != 0) ||
            ((iface->xfer != NULL) && (gp_xfer_outstanding(iface->xfer) != 0));
+}
+
+/* Flushes also wait for tagged sends by reference, which complete when the
+ * receiver acknowledges them. Fences do not: the receiver may match them
+ * only after a later message. */
+static UCS_F_ALWAYS_INLINE int gdrpipe_shm_iface_flush_busy(const gdrpipe_shm_iface_t *iface)
+{
+    return gdrpipe_shm_iface_busy(iface) || (iface->tag.ops_outstanding != 0);
 }
 
 /* After a fence, nothing may overtake the GPU work issued before it: active

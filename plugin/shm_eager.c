@@ -34,13 +34,6 @@ typedef struct gdrpipe_shm_eager_op {
     uct_completion_t *comp;
 } gdrpipe_shm_eager_op_t;
 
-typedef enum {
-    GDRPIPE_PIECE_HOST,         /* memcpy */
-    GDRPIPE_PIECE_DEVICE_ASYNC, /* cuMemAlloc memory: async copy, published later */
-    GDRPIPE_PIECE_DEVICE_SYNC   /* pool, VMM, managed: the synchronous copy, ordered
-                                 * with the legacy stream like UCP's packing was */
-} gdrpipe_piece_kind_t;
-
 static ucs_mpool_ops_t gdrpipe_shm_eager_mpool_ops = {
     .chunk_alloc   = ucs_mpool_chunk_malloc,
     .chunk_release = ucs_mpool_chunk_free,
@@ -61,8 +54,8 @@ ucs_status_t gdrpipe_shm_eager_init(gdrpipe_shm_eager_t *eager)
 /* Where a piece of the message lives. UCX's memory-type cache (fed by the
  * allocation hooks, and what UCP itself decided by) answers "host" for
  * most host memory without a driver call; anything else is asked. */
-static gdrpipe_piece_kind_t gdrpipe_shm_piece_kind(const void *buffer, size_t length,
-                                                   int *device)
+gdrpipe_piece_kind_t gdrpipe_shm_piece_kind(const void *buffer, size_t length,
+                                            int *device)
 {
     ucs_memory_info_t mem_info;
     gp_mem_info_t info;

@@ -6,6 +6,8 @@
 #   expect-path.sh eager-zcopy CMD...  some eager messages of device memory sent
 #                                   by the wire's zero-copy active messages,
 #                                   asynchronously, none failed
+#   expect-path.sh tag-ref CMD...  tagged messages matched in the wire and
+#                                   some sent by reference (device memory)
 # The client's own exit status comes first (data verification).
 set -u
 want=$1
@@ -25,6 +27,17 @@ if [ "$want" = eager-zcopy ]; then
     failed=$(sum failed)
     echo "expect-path: am_zcopy async=$async failed=$failed (want eager-zcopy)"
     [ "$async" -gt 0 ] && [ "$failed" -eq 0 ]
+    exit
+fi
+if [ "$want" = tag-ref ]; then
+    # "tag matching: matched=N unexpected=N by-reference=N inline=N truncated=N"
+    lines=$(grep -o 'tag matching: matched=[0-9]* .*truncated=[0-9]*' "$log")
+    [ -n "$lines" ] || { echo "expect-path: no tag matching counter lines"; exit 1; }
+    sum() { s=0; for n in $(printf '%s\n' "$lines" | sed "s/.* $1=\([0-9]*\).*/\1/"); do s=$((s + n)); done; echo $s; }
+    matched=$(sum matched)
+    byref=$(sum by-reference)
+    echo "expect-path: tag matching matched=$matched by-reference=$byref (want tag-ref)"
+    [ "$matched" -gt 0 ] && [ "$byref" -gt 0 ]
     exit
 fi
 # engine counter lines: "xfer: direct=N (B) staged=N (B) ... fallbacks=N ..."

@@ -45,7 +45,7 @@ check "the plugin put before the caller's preload" "$plugin:/lib/other.so" "$(ge
 printf '#!/bin/sh\necho "$@"\n' > "$tmp/mpirun"
 chmod +x "$tmp/mpirun"
 out=$(GDRPIPE_PLUGIN="$plugin" sh "$run" "$tmp/mpirun" -np 2 ./app)
-check "mpirun arguments" "-x LD_PRELOAD -x UCX_TLS -x UCX_RNDV_SCHEME -x UCX_RNDV_SEND_NBR_THRESH -np 2 ./app" "$out"
+check "mpirun arguments" "-x LD_PRELOAD -x UCX_TLS -x UCX_RNDV_SCHEME -x UCX_RNDV_SEND_NBR_THRESH -x UCX_TM_FORCE_THRESH -np 2 ./app" "$out"
 if err=$(GDRPIPE_PLUGIN="$tmp/missing.so" sh "$run" true 2>&1); then
     check "missing plugin refused" "exit 1" "exit 0"
 else
@@ -55,5 +55,5 @@ fi
 help=$(GDRPIPE_PLUGIN="$plugin" sh "$run" 2>&1)
 check "help exits 2" 2 "$?"
 check "help lists the threshold it sets" 1 "$(grep -c '^  UCX_RNDV_SEND_NBR_THRESH' <<<"$help")"
-check "help ends with the header" "them too." "$(tail -n 1 <<<"$help")"
+check "help ends with the header" "ranks on other hosts get them too." "$(tail -n 1 <<<"$help")"
 exit $fail
