@@ -24,13 +24,17 @@
 #   calib    gdrpipe-calibrate for each pair of this machine (GPU <-> GPU,
 #            host <-> GPU), the plots, and the rule the plugin takes from each
 #   sweeps   the proof sweeps (ci/device/proof-sweeps.sh, $SWEEP_REPS times)
-#   osu      the OSU micro-benchmarks osu_latency / osu_bw / osu_bibw /
-#            osu_mbw_mr (D D and H H) through gdrpipe-run with its defaults,
-#            D D also with rendezvous forced (UCX_RNDV_THRESH=0), with eager
-#            device messages packed by UCP (UCX_GDRPIPE_EAGER_ZCOPY=n), and through
-#            BASE_PLUGIN when set (another build's plugin, side by side), then
-#            the physical reference; needs OSU_DIR, a folder holding already
-#            built OSU binaries for this MPI (this script never builds them)
+#   osu      the OSU micro-benchmarks ($OSU_BENCHES: osu_latency / osu_bw /
+#            osu_bibw / osu_mbw_mr; D D and H H) through gdrpipe-run with its
+#            defaults and with each of $OSU_VARIANTS (default: rendezvous
+#            forced, UCX_RNDV_THRESH=0, D D only; tag matching off,
+#            UCX_GDRPIPE_TAG_MATCHING=n), and through BASE_PLUGIN when set
+#            (another build's plugin), $OSU_REPS times each (3), medians in
+#            the tables; then the physical reference; needs OSU_DIR, a folder
+#            holding already built OSU binaries for this MPI (this script
+#            never builds them)
+#   tags     test/integration/mpi_tags (2 and 4 ranks) and mpi_verify with
+#            device buffers through gdrpipe-run's defaults
 #   coll     collectives and non-contiguous point-to-point on device buffers
 #            through gdrpipe-run (test/integration/coll_verify, 2 and 4
 #            ranks), the same with the component off (must crash), and with
@@ -44,6 +48,8 @@
 #   OSU_DIR      OSU micro-benchmarks binaries (searched for osu_latency)
 #   BASE_PLUGIN  a second libuct_gdrpipe.so to compare with (osu section)
 #   SWEEP_REPS   how often each proof sweep runs (default 1)
+#   OSU_BENCHES, OSU_REPS, OSU_VARIANTS  the osu section's benchmarks, runs
+#                per setting, and settings: NAME or NAME:VAR=VALUE[,VAR=VALUE]
 #   BENCH_ITERS  timed iterations of the MPI latency runs (default 1000)
 # Exit status: the number of failed steps; 2 when this is not a GPU machine or
 # .device/ is missing.
@@ -63,11 +69,11 @@ if [ $# -gt 0 ]; then
 else
     sections=" ${BENCH_SECTIONS:-check physref mpi ucp calib} "
 fi
-[[ $sections != *" all "* ]] || sections=" check physref mpi ucp calib sweeps osu coll "
+[[ $sections != *" all "* ]] || sections=" check physref mpi ucp calib sweeps osu tags coll "
 for s in $sections; do
     case $s in
-    check | physref | mpi | ucp | calib | sweeps | osu | coll) ;;
-    *) echo "bench.sh: unknown section '$s' (check physref mpi ucp calib sweeps osu coll all)" >&2; exit 2 ;;
+    check | physref | mpi | ucp | calib | sweeps | osu | tags | coll) ;;
+    *) echo "bench.sh: unknown section '$s' (check physref mpi ucp calib sweeps osu tags coll all)" >&2; exit 2 ;;
     esac
 done
 want() { [[ $sections == *" $1 "* ]]; }
@@ -77,6 +83,20 @@ bench() {   # bench NAME LIMIT CMD...
     local name=$1
     TAIL=${TAIL:-0} step "$@"
     cp "$OUT/cur.log" "$OUT/$name.log"
+}
+# median_log NAME LOG...: per size, the median value of the runs' "size value"
+# lines, into $OUT/NAME.log
+median_log() {
+    local name=$1
+    shift
+    awk '/^[0-9]+([ \t]+[0-9.]+)+[ \t]*$/ { n = ++cnt[$1]; v[$1, n] = $2; if (n == 1) order[++m] = $1 }
+        END {
+            for (j = 1; j <= m; j++) {
+                s = order[j]; k = cnt[s]
+                for (a = 1; a <= k; a++) for (b = a + 1; b <= k; b++) if (v[s, b] + 0 < v[s, a] + 0) { t = v[s, a]; v[s, a] = v[s, b]; v[s, b] = t }
+                printf "%s %s\n", s, (k % 2) ? v[s, (k + 1) / 2] : (v[s, k / 2] + v[s, k / 2 + 1]) / 2
+            }
+        }' "$@" > "$OUT/$name.log"
 }
 # table TITLE COLUMN=LOG...: the benchmarks' "size value" lines side by side
 table() {
@@ -247,39 +267,61 @@ if want osu; then
         echo "=== osu: skipped (set OSU_DIR to a folder with built OSU micro-benchmarks)"
     else
         osu() { find "$OSU_DIR" -name "$1" -type f -perm -u+x 2>/dev/null | head -1; }
-        # through gdrpipe-run with its defaults (the build tree's launcher),
-        # rendezvous forced for every message, and, with BASE_PLUGIN (another
-        # build's libuct_gdrpipe.so), the same benchmarks through that plugin
+        # through gdrpipe-run with its defaults (the build tree's launcher)
+        # and each variant of $OSU_VARIANTS, $OSU_REPS times each; the table
+        # shows the median per size. BASE_PLUGIN: another build's plugin.
         GPRUN=(sh "$B/plugin/gdrpipe-run")
         NOPRE=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca btl "^vader,tcp,openib,uct"
             -x LD_LIBRARY_PATH)
-        # one GPU: two ranks time-slice it (~150 us a hand-over), so latency
-        # measures the GPU's context switch, not the transport: not run
-        lat=osu_latency
-        [ "$ngpu" -ge 2 ] || lat=
-        for b in $lat osu_bw osu_bibw osu_mbw_mr; do
+        variants=${OSU_VARIANTS:-default rndv0:UCX_RNDV_THRESH=0 notag:UCX_GDRPIPE_TAG_MATCHING=n}
+        [ -z "${BASE_PLUGIN:-}" ] || variants+=" base:GDRPIPE_PLUGIN=$BASE_PLUGIN"
+        # one GPU: two ranks time-slice it (~150 us a hand-over), so device
+        # latency measures the GPU's context switch, not the transport: only
+        # host buffers then
+        for b in ${OSU_BENCHES:-osu_latency osu_bw osu_bibw osu_mbw_mr}; do
             x=$(osu $b)
             if [ -z "$x" ]; then
                 echo "=== $b: not found under $OSU_DIR"
                 fails=$((fails + 1))
                 continue
             fi
-            for pl in "D D" "H H"; do
-                tag=${pl// /}
-                a=(-d cuda "${pl%% *}" "${pl##* }")
-                [ "$tag" = HH ] && a=()
-                [ "$b" = osu_mbw_mr ] && [ "$tag" = DD ] && a=(-d cuda D D)
-                bench "$b-$tag" 180 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun "${NOPRE[@]}" "$x" "${a[@]}"
-                [ "$tag" = HH ] || bench "$b-$tag-rndv0" 180 env GDRPIPE_PLUGIN="$P" UCX_RNDV_THRESH=0 "${GPRUN[@]}" mpirun \
-                    -x UCX_RNDV_THRESH "${NOPRE[@]}" "$x" "${a[@]}"
-                [ "$tag" = HH ] || bench "$b-$tag-bcopy" 180 env GDRPIPE_PLUGIN="$P" UCX_GDRPIPE_EAGER_ZCOPY=n \
-                    "${GPRUN[@]}" mpirun -x UCX_GDRPIPE_EAGER_ZCOPY "${NOPRE[@]}" "$x" "${a[@]}"
-                [ -z "${BASE_PLUGIN:-}" ] || bench "$b-$tag-base" 180 env GDRPIPE_PLUGIN="$BASE_PLUGIN" \
-                    "${GPRUN[@]}" mpirun "${NOPRE[@]}" "$x" "${a[@]}"
+            for tag in DD HH; do
+                [ "$tag" = DD ] && [ "$b" = osu_latency ] && [ "$ngpu" -lt 2 ] && continue
+                a=()
+                [ "$tag" = DD ] && a=(-d cuda D D)
+                for v in $variants; do
+                    vname=${v%%:*}
+                    vset=()
+                    vx=()
+                    if [ "$v" != "$vname" ]; then
+                        IFS=, read -ra vset <<<"${v#*:}"
+                        for kv in "${vset[@]}"; do vx+=(-x "${kv%%=*}"); done
+                    fi
+                    # rendezvous forced is a device-buffer reference only
+                    [ "$tag" = HH ] && [ "$vname" = rndv0 ] && continue
+                    for ((r = 1; r <= ${OSU_REPS:-3}; ++r)); do
+                        bench "$b-$tag-$vname-r$r" "${OSU_LIMIT:-180}" env GDRPIPE_PLUGIN="$P" "${vset[@]}" \
+                            "${GPRUN[@]}" mpirun "${vx[@]}" "${NOPRE[@]}" "$x" "${a[@]}"
+                    done
+                    median_log "$b-$tag-$vname" "$OUT/$b-$tag-$vname"-r*.log
+                done
             done
         done
         TAIL=40 step physref-osu 240 "$B/bench/gdrpipe_physref" -i 1000
     fi
+fi
+
+if want tags; then
+    # MPI's matching rules with host and device buffers through gdrpipe-run's
+    # defaults (tag matching in the wire), then the data verifier
+    GPRUN=(sh "$B/plugin/gdrpipe-run")
+    NP=(--allow-run-as-root --oversubscribe --bind-to core --mca btl "^vader,tcp,openib,uct" -x LD_LIBRARY_PATH)
+    step tags-2ranks 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" \
+        "$B/test/integration/mpi_tags" -d cuda
+    step tags-4ranks 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 4 "${NP[@]}" \
+        "$B/test/integration/mpi_tags" -d cuda
+    step tags-verify 300 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" \
+        "$B/test/integration/mpi_verify" -d cuda --max 64M --realloc
 fi
 
 if want coll; then
@@ -333,10 +375,14 @@ if want coll && [ -n "${OSU_DIR:-}" ]; then
         "device=osu_allreduce-D" "host=osu_allreduce-H"
 fi
 if want osu && [ -n "${OSU_DIR:-}" ]; then
-    for b in osu_latency osu_bw osu_bibw osu_mbw_mr; do
-        tables "$b D D (gdrpipe-run defaults / rendezvous forced / eager packed by UCP / BASE_PLUGIN) and H H" \
-            "D D=$b-DD" "D D rndv forced=$b-DD-rndv0" "D D eager packed=$b-DD-bcopy" "D D base=$b-DD-base" \
-            "H H=$b-HH" "H H base=$b-HH-base"
+    for b in ${OSU_BENCHES:-osu_latency osu_bw osu_bibw osu_mbw_mr}; do
+        cols=()
+        for tag in DD HH; do
+            for v in ${OSU_VARIANTS:-default rndv0:x notag:x} ${BASE_PLUGIN:+base:x}; do
+                cols+=("${tag:0:1} ${tag:1:1} ${v%%:*}=$b-$tag-${v%%:*}")
+            done
+        done
+        tables "$b, medians of ${OSU_REPS:-3} (gdrpipe-run defaults and each variant)" "${cols[@]}"
     done
 fi
 echo
