@@ -65,6 +65,14 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "messages are UCP active messages (device eager messages packed by copies).",
      ucs_offsetof(gdrpipe_iface_config_t, tag_matching), UCS_CONFIG_TYPE_BOOL},
 
+    {"TAG_RNDV_MAX", "0",
+     "With TAG_MATCHING, rendezvous messages up to this size also travel by\n"
+     "reference, matched in the wire and pulled by the receiver. 0: messages\n"
+     "above the eager size use UCP's software rendezvous (its request matched in\n"
+     "the wire; then UCX_RNDV_SCHEME, the sender's put with gdrpipe-run), which\n"
+     "measured faster for large device messages on one H200 (bench/RESULTS.md).",
+     ucs_offsetof(gdrpipe_iface_config_t, tag_rndv_max), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"FIFO_SIZE", "256",
      "Number of elements in each interface's receive FIFO (rounded up to a\n"
      "power of two).",

@@ -157,7 +157,8 @@ static void gdrpipe_shm_iface_am_cb(void *arg, uint8_t am_id, void *data, uint32
     gdrpipe_shm_iface_t *iface = arg;
 
     /* held while an unexpected tagged message is copied (shm_tag.c) */
-    if (ucs_unlikely(gdrpipe_shm_tag_defer(iface, am_id, data, len))) {
+    if (ucs_unlikely(gdrpipe_shm_tag_holding(&iface->tag)) &&
+        gdrpipe_shm_tag_defer(iface, am_id, data, len)) {
         return;
     }
     gdrpipe_shm_iface_deliver(iface, am_id, data, len);
@@ -176,7 +177,7 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
     if (iface->xfer != NULL) {
         count += gp_xfer_progress(iface->xfer);
     }
-    if (iface->tag.enabled) {
+    if (ucs_unlikely(gdrpipe_shm_tag_busy(&iface->tag))) {
         count += gdrpipe_shm_tag_progress(iface);
     }
     if (!ucs_queue_is_empty(&iface->flush_q)) {
@@ -325,7 +326,8 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
             ucs_warn("gdrpipe: GPU data paths unavailable: %s", err);
         }
     }
-    if (gdrpipe_shm_tag_init(self, params, config->tag_matching) != UCS_OK) {
+    if (gdrpipe_shm_tag_init(self, params, config->tag_matching,
+                             config->tag_rndv_max) != UCS_OK) {
         if (self->xfer != NULL) {
             gp_xfer_engine_destroy(self->xfer);
         }

@@ -7,7 +7,8 @@
  *              wire address and the remote key of its buffer follow
  *   RNDV_REF   UCT's rendezvous (uct_ep_tag_rndv_zcopy): the same reference,
  *              then UCP's header
- *   RNDV_REQ   UCP's software rendezvous request: its header inline
+ *   RNDV_REQ   UCP's software rendezvous request: its header inline, always
+ *              handed to UCP (which matches it against its own queue)
  *   ACK        the receiver copied a *_REF message (or gave it up): the
  *              sender completes the operation
  * Matched: the posted buffer takes the payload (inline: UCP copies it out;
@@ -23,6 +24,7 @@
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
 #include <string.h>
 #include <errno.h>
 
@@ -111,7 +113,8 @@ static UCS_F_ALWAYS_INLINE gdrpipe_shm_tag_t *gdrpipe_tag_of(gdrpipe_shm_iface_t
 /* ---------------------------------------------------------------- setup -- */
 
 ucs_status_t gdrpipe_shm_tag_init(gdrpipe_shm_iface_t *iface,
-                                  const uct_iface_params_t *params, int enable)
+                                  const uct_iface_params_t *params, int enable,
+                                  size_t rndv_max)
 {
     gdrpipe_shm_tag_t *t = gdrpipe_tag_of(iface);
     const uint64_t need  = UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
@@ -128,10 +131,10 @@ ucs_status_t gdrpipe_shm_tag_init(gdrpipe_shm_iface_t *iface,
         return UCS_OK;
     }
     if ((gp_shm_address_length() > GDRPIPE_TAG_ADDR_MAX) ||
-        (iface->max_payload < GDRPIPE_TAG_REF_SIZE + GDRPIPE_TAG_MAX_HDR)) {
+        (iface->max_payload < sizeof(gdrpipe_tag_msg_t) + GDRPIPE_TAG_MAX_REQ)) {
         ucs_diag("gdrpipe: FIFO elements of %u bytes are too small for tag matching "
                  "(UCX_GDRPIPE_SEG_SIZE >= %zu): left to UCP", iface->max_payload,
-                 GDRPIPE_TAG_REF_SIZE + GDRPIPE_TAG_MAX_HDR);
+                 sizeof(gdrpipe_tag_msg_t) + GDRPIPE_TAG_MAX_REQ);
         return UCS_OK;
     }
     t->posted = ucs_calloc(GDRPIPE_TAG_MAX_POSTED, sizeof(*t->posted), "gdrpipe tag posted");
@@ -149,6 +152,7 @@ ucs_status_t gdrpipe_shm_tag_init(gdrpipe_shm_iface_t *iface,
     t->rndv_arg  = params->rndv_arg;
     t->rx_headroom = (params->field_mask & UCT_IFACE_PARAM_FIELD_RX_HEADROOM) ?
                      params->rx_headroom : 0;
+    t->rndv_max  = (rndv_max == UCS_MEMUNITS_INF) ? SIZE_MAX : rndv_max;
     t->enabled   = 1;
     return UCS_OK;
 }
@@ -229,7 +233,8 @@ void gdrpipe_shm_tag_query(gdrpipe_shm_iface_t *iface, uct_iface_attr_t *attr)
     attr->cap.tag.eager.max_bcopy      = inline_max;
     attr->cap.tag.eager.max_zcopy      = inline_max;
     attr->cap.tag.eager.max_iov        = GDRPIPE_SHM_AM_MAX_IOV;
-    attr->cap.tag.rndv.max_zcopy       = SIZE_MAX;
+    /* above it, UCP sends its software rendezvous request (RNDV_REQ) */
+    attr->cap.tag.rndv.max_zcopy       = t->rndv_max;
     attr->cap.tag.rndv.max_hdr         = GDRPIPE_TAG_MAX_HDR;
     attr->cap.tag.rndv.max_iov         = 1;
 }
@@ -665,7 +670,9 @@ void gdrpipe_shm_tag_receive(gdrpipe_shm_iface_t *iface, void *data, uint32_t le
         ucs_error("gdrpipe: dropped a tagged message of unknown kind %u", m.kind);
         return;
     }
-    if ((len - sizeof(m) != expect) || (m.hdr_length > GDRPIPE_TAG_MAX_HDR) ||
+    if ((len - sizeof(m) != expect) ||
+        (m.hdr_length > ((m.kind == GDRPIPE_TAG_RNDV_REQ) ? GDRPIPE_TAG_MAX_REQ :
+                                                            GDRPIPE_TAG_MAX_HDR)) ||
         ((m.kind == GDRPIPE_TAG_EAGER_REF) && (m.hdr_length != 0)) ||
         (!t->enabled && (m.kind != GDRPIPE_TAG_ACK))) {
         ucs_error("gdrpipe: dropped a malformed tagged message (kind %u, %u bytes)",
@@ -700,15 +707,13 @@ void gdrpipe_shm_tag_receive(gdrpipe_shm_iface_t *iface, void *data, uint32_t le
         gdrpipe_shm_tag_on_ref(iface, &m, ref, ref + 1);
         break;
     case GDRPIPE_TAG_RNDV_REQ:
-        if (gdrpipe_shm_tag_match(t, m.tag, &p)) {
-            ++t->matched;
-            p.ctx->tag_consumed_cb(p.ctx);
-            p.ctx->rndv_cb(p.ctx, m.tag, body, m.hdr_length, UCS_OK,
-                           UCT_TAG_RECV_CB_INLINE_DATA);
-        } else {
-            ++t->unexpected;
-            t->rndv_cb(t->rndv_arg, 0, m.tag, body, m.hdr_length, 0, 0, NULL);
-        }
+        /* Never matched here: UCP matches its own request against its
+         * expected queue, which holds the receives posted to the wire too
+         * (cancelling the one it takes). Matched here, UCP 1.13 would run a
+         * rendezvous that completes at once (CMA) before it deregisters the
+         * posted buffer, and assert (ucp_tag_offload_rndv_cb, rndv.c). */
+        ++t->unexpected;
+        t->rndv_cb(t->rndv_arg, 0, m.tag, body, m.hdr_length, 0, 0, NULL);
         break;
     case GDRPIPE_TAG_ACK:
         gdrpipe_shm_tag_on_ack(iface, &m);
@@ -862,6 +867,21 @@ static gdrpipe_shm_tag_op_t *gdrpipe_shm_tag_op_get(gdrpipe_shm_iface_t *iface)
     return op;
 }
 
+static UCS_F_ALWAYS_INLINE void gdrpipe_shm_tag_hdr(gdrpipe_tag_msg_t *m, uint8_t kind,
+                                                    uct_tag_t tag, uint64_t imm,
+                                                    size_t length)
+{
+    m->kind        = kind;
+    m->reserved    = 0;
+    m->hdr_length  = 0;
+    m->status      = 0;
+    m->tag         = tag;
+    m->imm         = imm;
+    m->op_id       = 0;
+    m->length      = length;
+    m->remote_addr = 0;
+}
+
 static UCS_F_ALWAYS_INLINE uint64_t gdrpipe_shm_tag_op_id(const gdrpipe_shm_tag_op_t *op)
 {
     return ((uint64_t)op->gen << 32) | op->slot;
@@ -882,10 +902,7 @@ ucs_status_t gdrpipe_shm_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    memset(m, 0, sizeof(*m));
-    m->kind   = GDRPIPE_TAG_EAGER;
-    m->tag    = tag;
-    m->length = length;
+    gdrpipe_shm_tag_hdr(m, GDRPIPE_TAG_EAGER, tag, 0, length);
     memcpy(m + 1, data, length);
     gp_shm_commit(ep->peer, index, GDRPIPE_TAG_AM_ID, sizeof(*m) + length);
     return UCS_OK;
@@ -914,11 +931,7 @@ ssize_t gdrpipe_shm_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t i
                   ep->max_payload - sizeof(*m));
         return UCS_ERR_EXCEEDS_LIMIT;
     }
-    memset(m, 0, sizeof(*m));
-    m->kind   = GDRPIPE_TAG_EAGER;
-    m->tag    = tag;
-    m->imm    = imm;
-    m->length = length;
+    gdrpipe_shm_tag_hdr(m, GDRPIPE_TAG_EAGER, tag, imm, length);
     gp_shm_commit(ep->peer, index, GDRPIPE_TAG_AM_ID, sizeof(*m) + length);
     return length;
 }
@@ -1092,7 +1105,7 @@ ucs_status_t gdrpipe_shm_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
     gdrpipe_tag_msg_t *m;
     uint64_t index;
 
-    UCT_CHECK_LENGTH(header_length, 0, GDRPIPE_TAG_MAX_HDR, "tag_rndv_request");
+    UCT_CHECK_LENGTH(header_length, 0, GDRPIPE_TAG_MAX_REQ, "tag_rndv_request");
     if (gdrpipe_shm_ep_am_blocked(ep)) {
         return UCS_ERR_NO_RESOURCE;
     }

@@ -16,7 +16,8 @@
  * paths' control id GP_CTRL_AM_ID, above UCT's ids) */
 #define GDRPIPE_TAG_AM_ID      0xfd
 #define GDRPIPE_TAG_MAX_POSTED 1024 /* receives posted at once */
-#define GDRPIPE_TAG_MAX_HDR    128  /* UCP's rendezvous header */
+#define GDRPIPE_TAG_MAX_HDR    128  /* UCP's header of a rendezvous by reference */
+#define GDRPIPE_TAG_MAX_REQ    1024 /* UCP's software rendezvous request (with rkeys) */
 #define GDRPIPE_TAG_MAX_PEERS  64   /* senders cached for the acknowledgements */
 
 typedef struct gdrpipe_shm_tag_posted {
@@ -37,6 +38,7 @@ typedef struct gdrpipe_shm_tag {
     uct_tag_unexp_rndv_cb_t   rndv_cb;
     void                      *rndv_arg;
     size_t                    rx_headroom; /* UCP's, before descriptors we hand over */
+    size_t                    rndv_max;    /* UCX_GDRPIPE_TAG_RNDV_MAX */
     /* receives posted by UCP, oldest first */
     gdrpipe_shm_tag_posted_t  *posted;
     unsigned                  nposted;
@@ -63,15 +65,28 @@ struct gdrpipe_shm_iface;
 struct gdrpipe_shm_ep;
 
 ucs_status_t gdrpipe_shm_tag_init(struct gdrpipe_shm_iface *iface,
-                                  const uct_iface_params_t *params, int enable);
+                                  const uct_iface_params_t *params, int enable,
+                                  size_t rndv_max);
 void gdrpipe_shm_tag_cleanup(struct gdrpipe_shm_iface *iface);
 void gdrpipe_shm_tag_query(struct gdrpipe_shm_iface *iface, uct_iface_attr_t *attr);
 /* a wire message with GDRPIPE_TAG_AM_ID */
 void gdrpipe_shm_tag_receive(struct gdrpipe_shm_iface *iface, void *data, uint32_t len);
 unsigned gdrpipe_shm_tag_progress(struct gdrpipe_shm_iface *iface);
-/* whether messages must be held (an unexpected one is still being copied) */
+/* whether messages must be held (an unexpected one is still being copied):
+ * then they are, and 1 is returned */
 int gdrpipe_shm_tag_defer(struct gdrpipe_shm_iface *iface, uint8_t am_id, void *data,
                           uint32_t len);
+/* whether gdrpipe_shm_tag_progress has anything to do */
+static UCS_F_ALWAYS_INLINE int gdrpipe_shm_tag_busy(const gdrpipe_shm_tag_t *t)
+{
+    return t->materializing || (t->ops_outstanding != 0) ||
+           !ucs_queue_is_empty(&t->deferred) || !ucs_queue_is_empty(&t->acks) ||
+           !ucs_queue_is_empty(&t->canceled);
+}
+static UCS_F_ALWAYS_INLINE int gdrpipe_shm_tag_holding(const gdrpipe_shm_tag_t *t)
+{
+    return t->materializing || !ucs_queue_is_empty(&t->deferred);
+}
 void gdrpipe_shm_tag_log_stats(const struct gdrpipe_shm_iface *iface);
 
 ucs_status_t gdrpipe_shm_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
