@@ -4,6 +4,7 @@
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/driver.hpp"
 #include "gdrpipe/log.hpp"
+#include "gdrpipe/wire/sealed_memfd.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -45,13 +46,8 @@ std::unique_ptr<StagingSegment> StagingSegment::create(unsigned nrings, unsigned
         return nullptr;
     }
     std::unique_ptr<StagingSegment> s(new StagingSegment());
-    s->fd_ = ::memfd_create("gdrpipe-stage", MFD_CLOEXEC);
+    s->fd_ = wire::create_sealed_memfd("gdrpipe-stage", size, err);
     if (s->fd_ < 0) {
-        *err = std::string("memfd_create: ") + std::strerror(errno);
-        return nullptr;
-    }
-    if (::ftruncate(s->fd_, off_t(size)) != 0) {
-        *err = std::string("ftruncate: ") + std::strerror(errno);
         return nullptr;
     }
     void *p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd_, 0);
@@ -104,6 +100,10 @@ std::unique_ptr<StagingSegment> StagingSegment::attach(pid_t pid, int fd, uint64
     s->fd_ = ::open(path, O_RDWR | O_CLOEXEC);
     if (s->fd_ < 0) {
         *err = std::string("open ") + path + ": " + std::strerror(errno);
+        return nullptr;
+    }
+    if (const char *why = wire::check_sealed(s->fd_)) {
+        *err = why;
         return nullptr;
     }
     struct stat st;

@@ -1,6 +1,7 @@
 #include "gdrpipe/wire/shm_iface.hpp"
 
 #include "gdrpipe/log.hpp"
+#include "gdrpipe/wire/sealed_memfd.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -75,13 +76,8 @@ std::unique_ptr<ShmIface> ShmIface::open(const ShmConfig &cfg, std::string *err)
     size_t size = Fifo::segment_size(n, esize);
     size = (size + 4095) / 4096 * 4096;
 
-    iface->fd_ = ::memfd_create("gdrpipe-fifo", MFD_CLOEXEC);
+    iface->fd_ = create_sealed_memfd("gdrpipe-fifo", size, err);
     if (iface->fd_ < 0) {
-        *err = std::string("memfd_create: ") + std::strerror(errno);
-        return nullptr;
-    }
-    if (::ftruncate(iface->fd_, off_t(size)) != 0) {
-        *err = std::string("ftruncate: ") + std::strerror(errno);
         return nullptr;
     }
     void *p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, iface->fd_, 0);
@@ -150,6 +146,11 @@ ShmPeer *ShmIface::connect(const void *addr, size_t len, std::string *err) {
     int fd = ::open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         *err = std::string("cannot open peer segment ") + path + ": " + std::strerror(errno);
+        return nullptr;
+    }
+    if (const char *why = check_sealed(fd)) {
+        ::close(fd);
+        *err = std::string("peer segment rejected: ") + why;
         return nullptr;
     }
     struct stat st{};
