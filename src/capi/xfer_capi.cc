@@ -1,6 +1,6 @@
 // extern "C" face of the GPU data paths (include/gdrpipe/capi.h, section
-// "GPU data paths between processes"), for the UCX glue. Meant to live in
-// src/capi/xfer_capi.cc; kept under src/pipeline/ until the lead moves it.
+// "GPU data paths between processes"), for the UCX glue: translates the C
+// configuration into the core's (pipeline::XferConfig).
 #include "gdrpipe/capi.h"
 #include "gdrpipe/log.hpp"
 #include "gdrpipe/pipeline/engine.hpp"
@@ -23,6 +23,36 @@ const XferEngine *core(const gp_xfer_engine_t *e) {
 }
 void set_err(char *err, size_t len, const std::string &msg) {
     if (err != nullptr && len > 0) std::snprintf(err, len, "%s", msg.c_str());
+}
+
+namespace pl = gdrpipe::pipeline;
+static_assert(GP_CTRL_AM_ID == pl::kCtrlAmId);
+static_assert(GP_THRESH_AUTO == pl::kThreshAuto);
+static_assert(GP_PATH_AUTO == int(pl::PathMode::automatic) &&
+              GP_PATH_DIRECT == int(pl::PathMode::direct) &&
+              GP_PATH_STAGED == int(pl::PathMode::staged));
+
+pl::XferConfig to_core(const gp_xfer_config_t *c) {
+    pl::XferConfig x;
+    if (c == nullptr) return x;
+    x.path = (c->path == GP_PATH_DIRECT)   ? pl::PathMode::direct
+             : (c->path == GP_PATH_STAGED) ? pl::PathMode::staged
+                                           : pl::PathMode::automatic;
+    x.thresh = c->thresh;
+    x.chunk_size = c->chunk_size;
+    x.depth = c->depth;
+    x.cache_max_regions = c->cache_max_regions;
+    x.cache_max_bytes = c->cache_max_bytes;
+    x.calibrate = c->calibrate == GP_CALIB_FORCE ? gdrpipe::model::CalibMode::force
+                  : c->calibrate == GP_CALIB_OFF ? gdrpipe::model::CalibMode::off
+                                                 : gdrpipe::model::CalibMode::automatic;
+    if (c->calib_dir != nullptr) x.calib_dir = c->calib_dir;
+    x.calib_budget_s = c->calib_budget_s;
+    x.calib_wait_s = c->calib_wait_s;
+    x.calib_max_size = c->calib_max_size;
+    x.calib_online = c->calib_online;
+    x.sync_copy_max = c->sync_copy_max;
+    return x;
 }
 } // namespace
 
@@ -53,7 +83,7 @@ void gp_mem_deregister(void *reg) {
 gp_xfer_engine_t *gp_xfer_engine_create(gp_shm_iface_t *wire, const gp_xfer_config_t *cfg,
                                         char *err, size_t errlen) {
     std::string why;
-    auto e = XferEngine::create(reinterpret_cast<ShmIface *>(wire), cfg, &why);
+    auto e = XferEngine::create(reinterpret_cast<ShmIface *>(wire), to_core(cfg), &why);
     if (!e) {
         set_err(err, errlen, why);
         return nullptr;

@@ -95,7 +95,7 @@ struct Xfer {
     size_t len = 0;
     uint64_t remote = 0;
     gp_rkey_t rkey{};
-    gp_xfer_done_cb_t cb = nullptr;
+    XferDoneCb cb = nullptr;
     void *arg = nullptr;
     bool direct = false;
     PairUse *pair = nullptr;
@@ -139,10 +139,9 @@ using AttachKey = std::tuple<pid_t, uint64_t, uint64_t>;
 
 } // namespace
 
-gp_xfer_config_t normalize_config(const gp_xfer_config_t *in) noexcept {
-    gp_xfer_config_t c{};
-    if (in != nullptr) c = *in;
-    if (c.path != GP_PATH_DIRECT && c.path != GP_PATH_STAGED) c.path = GP_PATH_AUTO;
+XferConfig normalize_config(const XferConfig &in) noexcept {
+    XferConfig c = in;
+    if (c.path != PathMode::direct && c.path != PathMode::staged) c.path = PathMode::automatic;
     if (c.thresh == 0) c.thresh = SIZE_MAX;
     if (c.chunk_size == 0) c.chunk_size = size_t{2} << 20;
     if (c.chunk_size > (size_t{64} << 20)) c.chunk_size = size_t{64} << 20;
@@ -172,7 +171,7 @@ bool process_alive(pid_t pid, uint64_t start_time) noexcept {
 
 struct XferEngine::Impl {
     wire::ShmIface *wire = nullptr;
-    gp_xfer_config_t cfg{};
+    XferConfig cfg{};
     bool chunk_auto = false; // CHUNK_SIZE / PIPELINE_DEPTH not set: calibrated shape
     bool depth_auto = false;
     CrossoverConfig xcfg;
@@ -308,10 +307,10 @@ struct XferEngine::Impl {
             if (chunk_auto) chunk = ps->shape.chunk_bytes;
             if (depth_auto) depth = unsigned(ps->shape.depth);
             while (depth > 2 && chunk * depth > kMaxCalibratedRing) --depth;
-            gp_xfer_config_t want = cfg;
+            XferConfig want = cfg;
             want.chunk_size = chunk;
             want.depth = depth;
-            want = normalize_config(&want);
+            want = normalize_config(want);
             chunk = want.chunk_size;
             depth = want.depth;
             GP_DEBUG("xfer: staging rings for pid %d: calibrated shape %zu x %u", int(ps->pid),
@@ -371,7 +370,7 @@ struct XferEngine::Impl {
         m.length = x->len;
         ctrl_seal(m);
         std::memcpy(buf, &m, sizeof(m));
-        ps->peer->fifo().commit(idx, GP_CTRL_AM_ID, sizeof(m));
+        ps->peer->fifo().commit(idx, kCtrlAmId, sizeof(m));
         x->ctrl_sent = true;
         return 1;
     }
@@ -561,13 +560,13 @@ struct XferEngine::Impl {
         auto it = pairs.find(key);
         if (it == pairs.end()) {
             PairUse u;
-            if (cfg.thresh == GP_THRESH_AUTO) {
+            if (cfg.thresh == kThreshAuto) {
                 u.choice = &pair_choice(src, dst, xcfg);
                 u.rule = u.choice->rule;
                 // the calibrated rule is checked through the peer around
                 // its in-process crossing (not the margin-shifted threshold),
                 // in the size classes the cache entry does not hold yet
-                if (cfg.path == GP_PATH_AUTO && u.choice->have_fits) {
+                if (cfg.path == PathMode::automatic && u.choice->have_fits) {
                     auto check = std::make_unique<OnlineCheck>(online_samples, u.choice->direct_fit,
                                                                u.choice->staged_fit, u.choice->model_thresh,
                                                                u.choice->online, u.choice->table);
@@ -730,7 +729,7 @@ unsigned XferEngine::Impl::progress() {
 
 XferEngine::XferEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-std::unique_ptr<XferEngine> XferEngine::create(wire::ShmIface *wire, const gp_xfer_config_t *cfg,
+std::unique_ptr<XferEngine> XferEngine::create(wire::ShmIface *wire, const XferConfig &cfg,
                                                std::string *err) {
     if (wire == nullptr) {
         *err = "no wire interface";
@@ -739,8 +738,8 @@ std::unique_ptr<XferEngine> XferEngine::create(wire::ShmIface *wire, const gp_xf
     auto impl = std::make_unique<Impl>();
     impl->wire = wire;
     impl->cfg = normalize_config(cfg);
-    impl->chunk_auto = cfg == nullptr || cfg->chunk_size == 0;
-    impl->depth_auto = cfg == nullptr || cfg->depth == 0;
+    impl->chunk_auto = cfg.chunk_size == 0;
+    impl->depth_auto = cfg.depth == 0;
     {
         // the first engine of this process (a forked child counts anew)
         static pid_t first_pid = 0;
@@ -751,16 +750,12 @@ std::unique_ptr<XferEngine> XferEngine::create(wire::ShmIface *wire, const gp_xf
         }
         impl->xcfg.fresh_after = first_time;
     }
-    if (cfg != nullptr) {
-        impl->xcfg.mode = cfg->calibrate == GP_CALIB_FORCE ? model::CalibMode::force
-                          : cfg->calibrate == GP_CALIB_OFF ? model::CalibMode::off
-                                                           : model::CalibMode::automatic;
-        if (cfg->calib_dir != nullptr) impl->xcfg.dir = cfg->calib_dir;
-        if (cfg->calib_budget_s > 0) impl->xcfg.budget_s = cfg->calib_budget_s;
-        if (cfg->calib_wait_s > 0) impl->xcfg.wait_s = cfg->calib_wait_s;
-        impl->online_samples = cfg->calib_online;
-        if (cfg->calib_max_size > 0) impl->xcfg.max_bytes = cfg->calib_max_size;
-    }
+    impl->xcfg.mode = cfg.calibrate;
+    if (!cfg.calib_dir.empty()) impl->xcfg.dir = cfg.calib_dir;
+    if (cfg.calib_budget_s > 0) impl->xcfg.budget_s = cfg.calib_budget_s;
+    if (cfg.calib_wait_s > 0) impl->xcfg.wait_s = cfg.calib_wait_s;
+    impl->online_samples = cfg.calib_online;
+    if (cfg.calib_max_size > 0) impl->xcfg.max_bytes = cfg.calib_max_size;
     if (segment_bytes(kRingsPerPeer, impl->cfg.depth, impl->cfg.chunk_size) == 0) {
         *err = "invalid staged pipeline shape";
         return nullptr;
@@ -855,9 +850,9 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
     // host keys are served by CMA above or staged; device keys prefer the
     // direct path below the threshold (GP_RKEY_CUDA_NONE: counted fallback)
     // (thresh: configured, or measured per device pair: crossover.hpp)
-    const size_t thresh = m.cfg.thresh == GP_THRESH_AUTO ? kFallbackThresh : m.cfg.thresh;
+    const size_t thresh = m.cfg.thresh == kThreshAuto ? kFallbackThresh : m.cfg.thresh;
     bool auto_direct = x->len < thresh;
-    if (m.cfg.path == GP_PATH_AUTO) {
+    if (m.cfg.path == PathMode::automatic) {
         x->pair = m.pair_for(x.get());
         if (x->pair != nullptr) auto_direct = x->pair->rule.path_for(x->len) == model::Path::direct;
     }
@@ -874,7 +869,7 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
     }
     const bool want_direct =
         rkey->kind != GP_RKEY_HOST &&
-        (m.cfg.path == GP_PATH_DIRECT || (m.cfg.path == GP_PATH_AUTO && auto_direct));
+        (m.cfg.path == PathMode::direct || (m.cfg.path == PathMode::automatic && auto_direct));
     if (want_direct) {
         const int d = m.try_direct(x.get());
         if (d < 0) {
@@ -916,7 +911,7 @@ void XferEngine::peer_failed(wire::ShmPeer *peer) {
     m.run_callbacks();
 }
 
-const gp_xfer_config_t &XferEngine::config() const noexcept { return impl_->cfg; }
+const XferConfig &XferEngine::config() const noexcept { return impl_->cfg; }
 XferStats XferEngine::stats() const noexcept { return impl_->st; }
 
 std::string XferEngine::format_stats() const {

@@ -1,5 +1,5 @@
 // Control messages of the staged pipeline (requester -> owner, on the owner's
-// wire FIFO with am_id GP_CTRL_AM_ID). Network input: checked field by field
+// wire FIFO with am_id kCtrlAmId, xfer_config.hpp). Network input: checked field by field
 // and by checksum before anything is touched.
 #pragma once
 

@@ -7,7 +7,7 @@
 // the process-wide export/import caches are thread-safe.
 #pragma once
 
-#include "gdrpipe/capi.h"
+#include "gdrpipe/pipeline/xfer_config.hpp"
 #include "gdrpipe/rkey.h"
 #include "gdrpipe/wire/shm_iface.hpp"
 
@@ -37,13 +37,13 @@ struct XferStats {
 };
 
 // The effective configuration (defaults filled in, bounds applied).
-gp_xfer_config_t normalize_config(const gp_xfer_config_t *cfg) noexcept;
+XferConfig normalize_config(const XferConfig &cfg) noexcept;
 
 class XferEngine {
 public:
-    using DoneCb = gp_xfer_done_cb_t;
+    using DoneCb = XferDoneCb;
 
-    static std::unique_ptr<XferEngine> create(wire::ShmIface *wire, const gp_xfer_config_t *cfg,
+    static std::unique_ptr<XferEngine> create(wire::ShmIface *wire, const XferConfig &cfg,
                                               std::string *err);
     ~XferEngine();
     XferEngine(const XferEngine &) = delete;
@@ -57,7 +57,7 @@ public:
     size_t outstanding() const noexcept;
     void peer_failed(wire::ShmPeer *peer);
 
-    const gp_xfer_config_t &config() const noexcept;
+    const XferConfig &config() const noexcept;
     XferStats stats() const noexcept;
     // One block of lines: paths, export cache, import cache.
     std::string format_stats() const;
