@@ -33,7 +33,6 @@ ucs_config_field_t gdrpipe_md_config_table[] = {
 };
 
 static const char *gdrpipe_path_names[] = {"auto", "direct", "staged", NULL};
-static const char *gdrpipe_calib_names[] = {"auto", "force", "off", NULL};
 
 ucs_config_field_t gdrpipe_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_iface_config_t, super),
@@ -119,32 +118,8 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      " SIZE - the same fixed threshold for every pair",
      ucs_offsetof(gdrpipe_iface_config_t, thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"CALIBRATE", "auto",
-     "Calibration of THRESH=auto:\n"
-     " auto  - use the cached crossover of a GPU pair, else measure it (about\n"
-     "         UCX_GDRPIPE_CALIB_BUDGET) and cache it\n"
-     " force - measure every pair again once per process (a process starting later\n"
-     "         reuses what an earlier one of the same start measured only if it is newer)\n"
-     " off   - cached crossovers only; pairs without one use the fallback (direct\n"
-     "         wherever it works)",
-     ucs_offsetof(gdrpipe_iface_config_t, calibrate),
-     UCS_CONFIG_TYPE_ENUM(gdrpipe_calib_names)},
-
-    {"CALIB_DIR", "",
-     "Directory of the calibration cache and its lock files. Empty:\n"
-     "$XDG_CACHE_HOME/gdrpipe, else $HOME/.cache/gdrpipe. A directory that cannot\n"
-     "be written only costs a warning (the measurement is used, not kept).",
-     ucs_offsetof(gdrpipe_iface_config_t, calib_dir), UCS_CONFIG_TYPE_STRING},
-
-    {"CALIB_BUDGET", "0.5s",
-     "Time budget of one pair's calibration (both paths, pipeline shape, sizes\n"
-     "1 B .. UCX_GDRPIPE_CALIB_MAX_SIZE).",
-     ucs_offsetof(gdrpipe_iface_config_t, calib_budget), UCS_CONFIG_TYPE_TIME},
-
-    {"CALIB_WAIT", "10s",
-     "How long a process waits while another one calibrates the same pair of GPUs\n"
-     "(lock file in the cache directory) before it gives up and uses the fallback.",
-     ucs_offsetof(gdrpipe_iface_config_t, calib_wait), UCS_CONFIG_TYPE_TIME},
+    {"", "", NULL, ucs_offsetof(gdrpipe_iface_config_t, calib),
+     UCS_CONFIG_TYPE_TABLE(gdrpipe_calib_config_table)},
 
     {"CALIB_MAX_SIZE", "64m",
      "Largest message size measured by the calibration (device memory of this\n"

@@ -13,6 +13,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
+#include "calib_config.h"
 #include <ucs/datastruct/queue.h>
 #include <ucs/datastruct/list.h>
 
@@ -56,10 +57,7 @@ typedef struct gdrpipe_iface_config {
     size_t             thresh;       /* direct below, staged from here on; auto */
     size_t             chunk_size;   /* staged pipeline chunk; auto */
     unsigned long      depth;        /* staged chunks in flight; auto */
-    int                calibrate;    /* enum gp_calib_mode */
-    char               *calib_dir;   /* "" = default */
-    double             calib_budget; /* seconds */
-    double             calib_wait;   /* seconds */
+    gdrpipe_calib_config_t calib;    /* CALIBRATE, CALIB_DIR, _BUDGET, _WAIT */
     size_t             calib_max_size;
     unsigned           calib_online; /* transfers per path checking the crossover */
     size_t             sync_copy_max; /* synchronous direct copies up to this size */

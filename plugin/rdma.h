@@ -41,10 +41,7 @@ typedef struct gdrpipe_rdma_iface_config {
     double             latency;
     int                path;        /* enum gp_path */
     size_t             thresh;      /* UCS_MEMUNITS_AUTO: measured per (GPU, port) */
-    int                calibrate;   /* enum gp_calib_mode */
-    char               *calib_dir;
-    double             calib_budget;
-    double             calib_wait;
+    gdrpipe_calib_config_t calib;   /* RDMA_CALIBRATE, _CALIB_DIR, _BUDGET, _WAIT */
     size_t             calib_max_size;
     size_t             chunk_size;
     unsigned           slots;

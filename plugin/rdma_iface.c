@@ -176,14 +176,14 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_rdma_iface_t, uct_md_h md, uct_worker_h worke
      * transfer (src/rdma/port_crossover.cc) */
     self->ep_cfg.thresh    = (config->thresh == UCS_MEMUNITS_AUTO) ? GP_THRESH_AUTO :
                              config->thresh;
-    self->calib_dir        = ucs_strdup(config->calib_dir, "gdrpipe_rdma calib dir");
+    self->calib_dir        = ucs_strdup(config->calib.dir, "gdrpipe_rdma calib dir");
     if (self->calib_dir == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    self->ep_cfg.calibrate       = config->calibrate;
+    self->ep_cfg.calibrate       = config->calib.calibrate;
     self->ep_cfg.calib_dir       = self->calib_dir;
-    self->ep_cfg.calib_budget_s  = config->calib_budget;
-    self->ep_cfg.calib_wait_s    = config->calib_wait;
+    self->ep_cfg.calib_budget_s  = config->calib.budget;
+    self->ep_cfg.calib_wait_s    = config->calib.wait;
     self->ep_cfg.calib_max_size  = config->calib_max_size;
     self->ep_cfg.fallback_thresh = SIZE_MAX; /* direct wherever possible */
     self->ep_cfg.slot_size = (uint32_t)config->chunk_size;

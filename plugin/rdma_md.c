@@ -13,8 +13,6 @@
 #define GDRPIPE_RDMA_MAX_PORTS 64
 
 static const char *gdrpipe_rdma_path_names[] = {"auto", "direct", "staged", NULL};
-/* enum gp_calib_mode (capi.h), like UCX_GDRPIPE_CALIBRATE */
-static const char *gdrpipe_rdma_calib_names[] = {"auto", "force", "off", NULL};
 
 static ucs_config_field_t gdrpipe_rdma_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_rdma_md_config_t, super),
@@ -100,30 +98,8 @@ static ucs_config_field_t gdrpipe_rdma_iface_config_table[] = {
      "        possible)",
      ucs_offsetof(gdrpipe_rdma_iface_config_t, thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"CALIBRATE", "auto",
-     "Calibration of RDMA_THRESH=auto (as UCX_GDRPIPE_CALIBRATE for the intra-host\n"
-     "wire, same cache):\n"
-     " auto  - cached crossover of the (GPU, port), else measure now (budget\n"
-     "         RDMA_CALIB_BUDGET) and cache it\n"
-     " force - measure again once per process\n"
-     " off   - cached crossover only, else the fallback (direct wherever possible)",
-     ucs_offsetof(gdrpipe_rdma_iface_config_t, calibrate),
-     UCS_CONFIG_TYPE_ENUM(gdrpipe_rdma_calib_names)},
-
-    {"CALIB_DIR", "",
-     "Directory of the calibration cache and its lock files. Empty: the default\n"
-     "of UCX_GDRPIPE_CALIB_DIR ($XDG_CACHE_HOME/gdrpipe or ~/.cache/gdrpipe).",
-     ucs_offsetof(gdrpipe_rdma_iface_config_t, calib_dir), UCS_CONFIG_TYPE_STRING},
-
-    {"CALIB_BUDGET", "0.5s",
-     "Time budget of one (GPU, port) calibration (both paths, sizes 4k ..\n"
-     "RDMA_CALIB_MAX_SIZE).",
-     ucs_offsetof(gdrpipe_rdma_iface_config_t, calib_budget), UCS_CONFIG_TYPE_TIME},
-
-    {"CALIB_WAIT", "10s",
-     "How long a process waits while another one calibrates the same (GPU, port)\n"
-     "before it uses the fallback threshold.",
-     ucs_offsetof(gdrpipe_rdma_iface_config_t, calib_wait), UCS_CONFIG_TYPE_TIME},
+    {"", "", NULL, ucs_offsetof(gdrpipe_rdma_iface_config_t, calib),
+     UCS_CONFIG_TYPE_TABLE(gdrpipe_calib_config_table)},
 
     {"CALIB_MAX_SIZE", "4m",
      "Largest message size measured by the calibration (two device buffers of\n"
