@@ -16,15 +16,21 @@
 #define GDRPIPE_RDMA_TL_NAME       "gp_rdma"      /* transport (UCX_TLS); 9 chars max */
 #define GDRPIPE_RDMA_CONFIG_PREFIX "GDRPIPE_RDMA_"
 
+/* TEST ONLY: the in-process fake fabric (gdrpipe_rdma_fake_config_table,
+ * rdma_md.c; read when UCX first lists the devices) */
+typedef struct gdrpipe_rdma_fake_opts {
+    int      enable;
+    int      dmabuf;
+    unsigned fail_after;
+    double   latency_us;
+    double   bw_gbps;
+    double   dev_bw_gbps;
+    int      modeled_clock;
+} gdrpipe_rdma_fake_opts_t;
+
 typedef struct gdrpipe_rdma_md_config {
     uct_md_config_t super;
-    int             fake;          /* test only: in-process fake fabric */
-    int             fake_dmabuf;
-    unsigned        fake_fail_after;
-    double          fake_latency_us;
-    double          fake_bw_gbps;
-    double          fake_dev_bw_gbps;
-    int             fake_modeled_clock;
+    gdrpipe_rdma_fake_opts_t fake; /* test only: in-process fake fabric */
     unsigned        cache_max_regions;
     size_t          cache_max_bytes;
 } gdrpipe_rdma_md_config_t;

@@ -14,47 +14,57 @@
 
 static const char *gdrpipe_rdma_path_names[] = {"auto", "direct", "staged", NULL};
 
-static ucs_config_field_t gdrpipe_rdma_md_config_table[] = {
-    {"", "", NULL, ucs_offsetof(gdrpipe_rdma_md_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
-
+/* The test-only fake fabric's settings: shown in ucx_info -c with the MD's,
+ * and parsed on their own from the environment when UCX first lists the
+ * devices (before any MD configuration exists). */
+static ucs_config_field_t gdrpipe_rdma_fake_config_table[] = {
     {"FAKE", "n",
      "TEST ONLY. Replace the RDMA devices by an in-process fake fabric (one\n"
      "device, port fake0:1) so that endpoints of one process can connect over\n"
      "this transport without an RDMA NIC. Read from the environment when UCX\n"
      "queries the resources. Never set this in production.",
-     ucs_offsetof(gdrpipe_rdma_md_config_t, fake), UCS_CONFIG_TYPE_BOOL},
+     ucs_offsetof(gdrpipe_rdma_fake_opts_t, enable), UCS_CONFIG_TYPE_BOOL},
 
     {"FAKE_DMABUF", "y",
      "TEST ONLY (with FAKE). The fake device accepts dma-buf registrations of\n"
      "device memory; 'n' leaves device memory to the staged path.",
-     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_dmabuf), UCS_CONFIG_TYPE_BOOL},
+     ucs_offsetof(gdrpipe_rdma_fake_opts_t, dmabuf), UCS_CONFIG_TYPE_BOOL},
 
     {"FAKE_FAIL_AFTER", "0",
      "TEST ONLY (with FAKE). The n-th transfer started in the process forces\n"
      "its queue pair into the error state (0: never).",
-     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_fail_after), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(gdrpipe_rdma_fake_opts_t, fail_after), UCS_CONFIG_TYPE_UINT},
 
     {"FAKE_LATENCY", "1",
      "TEST ONLY (with FAKE). Latency of every fake operation, microseconds.",
-     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_latency_us), UCS_CONFIG_TYPE_DOUBLE},
+     ucs_offsetof(gdrpipe_rdma_fake_opts_t, latency_us), UCS_CONFIG_TYPE_DOUBLE},
 
     {"FAKE_BW", "0",
      "TEST ONLY (with FAKE). Bandwidth of the fake fabric, GB/s (0: unlimited).",
-     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_bw_gbps), UCS_CONFIG_TYPE_DOUBLE},
+     ucs_offsetof(gdrpipe_rdma_fake_opts_t, bw_gbps), UCS_CONFIG_TYPE_DOUBLE},
 
     {"FAKE_DEV_BW", "0",
      "TEST ONLY (with FAKE). Bandwidth of fake operations touching device memory\n"
      "(the NIC's access to GPU memory), GB/s (0: FAKE_BW). Below FAKE_BW it makes\n"
      "the staged path win for large messages (THRESH=auto measures where).",
-     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_dev_bw_gbps), UCS_CONFIG_TYPE_DOUBLE},
+     ucs_offsetof(gdrpipe_rdma_fake_opts_t, dev_bw_gbps), UCS_CONFIG_TYPE_DOUBLE},
 
     {"FAKE_MODELED_CLOCK", "n",
      "TEST ONLY (with FAKE). The fake fabric's time is modeled: operations take\n"
      "exactly their latency and bandwidth, and the clock moves only when the\n"
      "process has nothing to progress, so calibrations are exact and do not\n"
      "depend on the machine's load.",
-     ucs_offsetof(gdrpipe_rdma_md_config_t, fake_modeled_clock), UCS_CONFIG_TYPE_BOOL},
+     ucs_offsetof(gdrpipe_rdma_fake_opts_t, modeled_clock), UCS_CONFIG_TYPE_BOOL},
+
+    {NULL}
+};
+
+static ucs_config_field_t gdrpipe_rdma_md_config_table[] = {
+    {"", "", NULL, ucs_offsetof(gdrpipe_rdma_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"", "", NULL, ucs_offsetof(gdrpipe_rdma_md_config_t, fake),
+     UCS_CONFIG_TYPE_TABLE(gdrpipe_rdma_fake_config_table)},
 
     {"RCACHE_MAX_REGIONS", "inf",
      "Bound of each registration cache (host, device) in regions.",
@@ -125,45 +135,31 @@ static ucs_config_field_t gdrpipe_rdma_iface_config_table[] = {
     {NULL}
 };
 
-static int gdrpipe_rdma_env_bool(const char *name, int dflt)
-{
-    const char *v = getenv(name);
-
-    if ((v == NULL) || (*v == '\0')) {
-        return dflt;
-    }
-    return !strcasecmp(v, "y") || !strcasecmp(v, "yes") || !strcasecmp(v, "1") ||
-           !strcasecmp(v, "on") || !strcasecmp(v, "true");
-}
-
-static double gdrpipe_rdma_env_double(const char *name, double dflt)
-{
-    const char *v = getenv(name);
-
-    return ((v == NULL) || (*v == '\0')) ? dflt : strtod(v, NULL);
-}
-
-/* The test-only fake fabric is chosen before any device is listed, so it
- * comes from the environment rather than the parsed MD configuration. */
+/* The test-only fake fabric is chosen before any device is listed, so its
+ * settings are parsed from the environment here, by their own table. */
 static void gdrpipe_rdma_apply_fake(void)
 {
+    gdrpipe_rdma_fake_opts_t opts;
     gp_rdma_fake_config_t fc;
-    const char *fail;
 
-    if (!gdrpipe_rdma_env_bool("UCX_GDRPIPE_RDMA_FAKE", 0)) {
+    if (ucs_config_parser_fill_opts(&opts, gdrpipe_rdma_fake_config_table, "UCX_",
+                                    GDRPIPE_RDMA_CONFIG_PREFIX, 0) != UCS_OK) {
+        ucs_error("gdrpipe_rdma: invalid UCX_GDRPIPE_RDMA_FAKE* settings: ignored");
         return;
     }
-    memset(&fc, 0, sizeof(fc));
-    fc.dmabuf     = gdrpipe_rdma_env_bool("UCX_GDRPIPE_RDMA_FAKE_DMABUF", 1);
-    fc.latency_us = gdrpipe_rdma_env_double("UCX_GDRPIPE_RDMA_FAKE_LATENCY", 1.0);
-    fc.bandwidth_gbps        = gdrpipe_rdma_env_double("UCX_GDRPIPE_RDMA_FAKE_BW", 0.0);
-    fc.device_bandwidth_gbps = gdrpipe_rdma_env_double("UCX_GDRPIPE_RDMA_FAKE_DEV_BW", 0.0);
-    fc.modeled_clock = gdrpipe_rdma_env_bool("UCX_GDRPIPE_RDMA_FAKE_MODELED_CLOCK", 0);
-    fail          = getenv("UCX_GDRPIPE_RDMA_FAKE_FAIL_AFTER");
-    fc.fail_after = (fail != NULL) ? (unsigned)strtoul(fail, NULL, 0) : 0;
-    if (gp_rdma_use_fake(&fc) != 0) {
-        ucs_warn("gdrpipe_rdma: UCX_GDRPIPE_RDMA_FAKE set too late: real devices in use");
+    if (opts.enable) {
+        memset(&fc, 0, sizeof(fc));
+        fc.dmabuf                = opts.dmabuf;
+        fc.fail_after            = opts.fail_after;
+        fc.latency_us            = opts.latency_us;
+        fc.bandwidth_gbps        = opts.bw_gbps;
+        fc.device_bandwidth_gbps = opts.dev_bw_gbps;
+        fc.modeled_clock         = opts.modeled_clock;
+        if (gp_rdma_use_fake(&fc) != 0) {
+            ucs_warn("gdrpipe_rdma: UCX_GDRPIPE_RDMA_FAKE set too late: real devices in use");
+        }
     }
+    ucs_config_parser_release_opts(&opts, gdrpipe_rdma_fake_config_table);
 }
 
 static ucs_status_t gdrpipe_rdma_query_md_resources(uct_component_t *component,
