@@ -175,20 +175,7 @@ static ucs_status_t gdrpipe_copy_iface_query(uct_iface_h tl_iface, uct_iface_att
                             UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_PENDING;
     attr->cap.event_flags = 0;
 
-    attr->cap.put.max_short       = UINT_MAX;
-    attr->cap.put.max_bcopy       = 0;
-    attr->cap.put.min_zcopy       = 0;
-    attr->cap.put.max_zcopy       = SIZE_MAX;
-    attr->cap.put.opt_zcopy_align = 1;
-    attr->cap.put.align_mtu       = 1;
-    attr->cap.put.max_iov         = 1;
-    attr->cap.get.max_short       = UINT_MAX;
-    attr->cap.get.max_bcopy       = 0;
-    attr->cap.get.min_zcopy       = 0;
-    attr->cap.get.max_zcopy       = SIZE_MAX;
-    attr->cap.get.opt_zcopy_align = 1;
-    attr->cap.get.align_mtu       = 1;
-    attr->cap.get.max_iov         = 1;
+    gdrpipe_iface_fill_rma_caps(attr, UINT_MAX, 0, UINT_MAX, 0, 1);
 
     attr->latency             = ucs_linear_func_make(iface->latency, 0);
     attr->bandwidth.dedicated = 0;

@@ -99,6 +99,10 @@ ucs_status_t gdrpipe_shm_iface_open(uct_md_h md, uct_worker_h worker,
 /* the md attributes that the gdrpipe memory domain (md.c) and the RDMA one
  * (rdma_md.c) report: host memory, and CUDA memory when a driver is loaded;
  * registration needs an rkey (the copy transport's domain has its own) */
+/* The one-sided capabilities of an interface: put and get, zero copy of
+ * any length (no alignment), short and bcopy up to the given sizes. */
+void gdrpipe_iface_fill_rma_caps(uct_iface_attr_t *attr, size_t put_short, size_t put_bcopy,
+                                 size_t get_short, size_t get_bcopy, size_t max_iov);
 void gdrpipe_md_fill_attr(uct_md_attr_t *attr, size_t rkey_size, ucs_linear_func_t reg_cost);
 uint64_t gdrpipe_host_id(void);
 void gdrpipe_log_init(void);

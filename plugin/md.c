@@ -26,6 +26,25 @@ static void gdrpipe_md_close(uct_md_h uct_md)
     ucs_free(uct_md);
 }
 
+void gdrpipe_iface_fill_rma_caps(uct_iface_attr_t *attr, size_t put_short, size_t put_bcopy,
+                                 size_t get_short, size_t get_bcopy, size_t max_iov)
+{
+    attr->cap.put.max_short       = put_short;
+    attr->cap.put.max_bcopy       = put_bcopy;
+    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.max_zcopy       = SIZE_MAX;
+    attr->cap.put.opt_zcopy_align = 1;
+    attr->cap.put.align_mtu       = 1;
+    attr->cap.put.max_iov         = max_iov;
+    attr->cap.get.max_short       = get_short;
+    attr->cap.get.max_bcopy       = get_bcopy;
+    attr->cap.get.min_zcopy       = 0;
+    attr->cap.get.max_zcopy       = SIZE_MAX;
+    attr->cap.get.opt_zcopy_align = 1;
+    attr->cap.get.align_mtu       = 1;
+    attr->cap.get.max_iov         = max_iov;
+}
+
 void gdrpipe_md_fill_attr(uct_md_attr_t *attr, size_t rkey_size, ucs_linear_func_t reg_cost)
 {
     memset(attr, 0, sizeof(*attr));

@@ -61,19 +61,8 @@ static ucs_status_t gdrpipe_shm_iface_query(uct_iface_h tl_iface, uct_iface_attr
     }
 
     if (iface->cma_ok) {
-        attr->cap.put.max_short       = iface->max_payload;
-        attr->cap.put.max_bcopy       = iface->max_payload;
-        attr->cap.put.min_zcopy       = 0;
-        attr->cap.put.max_zcopy       = SIZE_MAX;
-        attr->cap.put.opt_zcopy_align = 1;
-        attr->cap.put.align_mtu       = 1;
-        attr->cap.put.max_iov         = GDRPIPE_SHM_MAX_IOV;
-        attr->cap.get.max_bcopy       = iface->max_payload;
-        attr->cap.get.min_zcopy       = 0;
-        attr->cap.get.max_zcopy       = SIZE_MAX;
-        attr->cap.get.opt_zcopy_align = 1;
-        attr->cap.get.align_mtu       = 1;
-        attr->cap.get.max_iov         = GDRPIPE_SHM_MAX_IOV;
+        gdrpipe_iface_fill_rma_caps(attr, iface->max_payload, iface->max_payload, 0,
+                                    iface->max_payload, GDRPIPE_SHM_MAX_IOV);
     }
 
     attr->latency             = ucs_linear_func_make(iface->latency, 0);
