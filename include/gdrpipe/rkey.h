@@ -1,4 +1,5 @@
-/* Packed remote key of a gdrpipe memory registration: what a peer needs to
+/* Packed remote key of a gdrpipe memory registration (the core's format,
+ * src/wire/remote_key.cc): what a peer needs to
  * reach the memory. Plain C layout, shared by the UCX glue (pack/unpack) and
  * the core (import). Validated field by field plus a checksum on unpack: an
  * rkey is network input. */

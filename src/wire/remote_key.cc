@@ -1,3 +1,5 @@
+// The remote-key format of the core (include/gdrpipe/rkey.h: a plain C
+// layout, so that the UCX glue packs and reads it too): checksum, seal, check.
 #include "gdrpipe/rkey.h"
 
 #include "gdrpipe/bytes.hpp"
