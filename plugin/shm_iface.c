@@ -231,12 +231,14 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
                            const uct_iface_config_t *tl_config)
 {
     gdrpipe_iface_config_t *config = ucs_derived_of(tl_config, gdrpipe_iface_config_t);
+    ucs_status_t status;
     char err[256];
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdrpipe_shm_iface_ops,
                               &uct_base_iface_internal_ops, md, worker, params,
                               tl_config);
 
+    /* the settings first: nothing to undo when one is out of range */
     if ((config->seg_size < 64) || (config->seg_size > UCS_MBYTE)) {
         ucs_error("gdrpipe: UCX_GDRPIPE_SEG_SIZE=%zu is out of range [64, 1M]",
                   config->seg_size);
@@ -246,6 +248,21 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
         ucs_error("gdrpipe: UCX_GDRPIPE_FIFO_SIZE=%u is out of range [2, 65536]",
                   config->fifo_size);
         return UCS_ERR_INVALID_PARAM;
+    }
+    if (gp_cuda_available()) {
+        if (((config->chunk_size != UCS_MEMUNITS_AUTO) && (config->chunk_size < 65536)) ||
+            ((config->depth != UCS_ULUNITS_AUTO) &&
+             ((config->depth < 1) || (config->depth > 64)))) {
+            ucs_error("gdrpipe: UCX_GDRPIPE_CHUNK_SIZE=%zu / UCX_GDRPIPE_PIPELINE_DEPTH=%lu "
+                      "out of range (chunk >= 64k, depth 1..64)", config->chunk_size,
+                      config->depth);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if ((config->calib_max_size < 4096) || (config->calib_max_size > UCS_GBYTE)) {
+            ucs_error("gdrpipe: UCX_GDRPIPE_CALIB_MAX_SIZE=%zu is out of range [4k, 1g]",
+                      config->calib_max_size);
+            return UCS_ERR_INVALID_PARAM;
+        }
     }
 
     if (gp_shm_iface_open(config->fifo_size, config->seg_size, &self->core, err,
@@ -259,19 +276,18 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     self->latency     = config->latency;
     self->eager_zcopy = config->eager_zcopy;
     self->stats       = config->stats;
-    if (gdrpipe_shm_eager_init(&self->eager) != UCS_OK) {
-        gp_shm_iface_close(self->core);
-        return UCS_ERR_NO_MEMORY;
-    }
     ucs_list_head_init(&self->pending_eps);
-    self->scratch = ucs_malloc(self->max_payload, "gdrpipe scratch");
-    if (self->scratch == NULL) {
-        gdrpipe_shm_eager_cleanup(self);
-        gp_shm_iface_close(self->core);
-        return UCS_ERR_NO_MEMORY;
-    }
     ucs_queue_head_init(&self->flush_q);
     self->xfer = NULL;
+    status     = gdrpipe_shm_eager_init(&self->eager);
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+    self->scratch = ucs_malloc(self->max_payload, "gdrpipe scratch");
+    if (self->scratch == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_eager;
+    }
     if (gp_cuda_available()) {
         gp_xfer_config_t xcfg = {
             .path              = config->path,
@@ -291,39 +307,14 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
             .calib_online      = config->calib_online,
             .sync_copy_max     = config->sync_copy_max
         };
-        if (((config->chunk_size != UCS_MEMUNITS_AUTO) && (config->chunk_size < 65536)) ||
-            ((config->depth != UCS_ULUNITS_AUTO) &&
-             ((config->depth < 1) || (config->depth > 64)))) {
-            ucs_error("gdrpipe: UCX_GDRPIPE_CHUNK_SIZE=%zu / UCX_GDRPIPE_PIPELINE_DEPTH=%lu "
-                      "out of range (chunk >= 64k, depth 1..64)", config->chunk_size,
-                      config->depth);
-            ucs_free(self->scratch);
-            gdrpipe_shm_eager_cleanup(self);
-            gp_shm_iface_close(self->core);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if ((config->calib_max_size < 4096) || (config->calib_max_size > UCS_GBYTE)) {
-            ucs_error("gdrpipe: UCX_GDRPIPE_CALIB_MAX_SIZE=%zu is out of range [4k, 1g]",
-                      config->calib_max_size);
-            ucs_free(self->scratch);
-            gdrpipe_shm_eager_cleanup(self);
-            gp_shm_iface_close(self->core);
-            return UCS_ERR_INVALID_PARAM;
-        }
         self->xfer = gp_xfer_engine_create(self->core, &xcfg, err, sizeof(err));
         if (self->xfer == NULL) {
             ucs_warn("gdrpipe: GPU data paths unavailable: %s", err);
         }
     }
-    if (gdrpipe_shm_tag_init(self, params, config->tag_matching,
-                             config->tag_rndv_max) != UCS_OK) {
-        if (self->xfer != NULL) {
-            gp_xfer_engine_destroy(self->xfer);
-        }
-        ucs_free(self->scratch);
-        gdrpipe_shm_eager_cleanup(self);
-        gp_shm_iface_close(self->core);
-        return UCS_ERR_NO_MEMORY;
+    status = gdrpipe_shm_tag_init(self, params, config->tag_matching, config->tag_rndv_max);
+    if (status != UCS_OK) {
+        goto err_xfer;
     }
     if (!self->cma_ok) {
         ucs_diag("gdrpipe: cross-memory attach is not permitted here (ptrace "
@@ -332,6 +323,17 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     ucs_debug("gdrpipe: shm iface %p: fifo %u, payload %u, cma %d", self,
               config->fifo_size, self->max_payload, self->cma_ok);
     return UCS_OK;
+
+err_xfer:
+    if (self->xfer != NULL) {
+        gp_xfer_engine_destroy(self->xfer);
+    }
+    ucs_free(self->scratch);
+err_eager:
+    gdrpipe_shm_eager_cleanup(self);
+err_close:
+    gp_shm_iface_close(self->core);
+    return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
