@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,9 +33,18 @@ namespace pt {
 
 using Clock = std::chrono::steady_clock;
 
+// UCX_GDRPIPE_CUDA_LIB names the simulator (not the real driver, which the
+// GPU machine's runs name too): it exports the simulator's own functions.
 inline bool sim_present() {
-    const char *p = std::getenv("UCX_GDRPIPE_CUDA_LIB");
-    return p != nullptr && p[0] == '/' && access(p, R_OK) == 0;
+    static const bool present = [] {
+        const char *p = std::getenv("UCX_GDRPIPE_CUDA_LIB");
+        if (p == nullptr || p[0] != '/' || access(p, R_OK) != 0) return false;
+        void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+        const bool sim = h != nullptr && dlsym(h, "gdrpipe_sim_set_topology") != nullptr;
+        if (h != nullptr) dlclose(h);
+        return sim;
+    }();
+    return present;
 }
 
 // In a TEST_CASE: skip unless the simulator is there; 2 devices, full peer
