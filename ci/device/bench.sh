@@ -174,8 +174,6 @@ if want check; then
         "$V" -d cuda --cuda-alloc pool --max 64M --realloc
     step ucp-pool-default-staged 60 "${PRE[@]}" UCX_GDRPIPE_PATH=direct bash test/integration/expect-path.sh fallback \
         "$V" -d cuda --cuda-alloc async --max 16M --realloc
-    step ucp-vmm-direct 120 "${PRE[@]}" UCX_GDRPIPE_PATH=direct bash test/integration/expect-path.sh direct \
-        "$V" -d cuda --cuda-alloc vmm --max 16M --realloc
     # MPI, Open MPI's pml ucx
     export RUN_MPI_PRELOAD=$P UCX_TLS=gdrpipe,self
     if [ "$ngpu" -ge 2 ]; then
