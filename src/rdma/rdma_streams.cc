@@ -33,6 +33,7 @@ bool TransferEngine::Impl::post_chunk(OutStream &s, std::uint32_t ch, std::uint3
         return false;
     }
     peer_credits.pop_front();
+    peer_slot_credited &= ~(std::uint64_t{1} << r);
     ++s.posted;
     ++sq_used;
     ++self->stats_.chunks_sent;
@@ -86,7 +87,7 @@ bool TransferEngine::Impl::step_out(OutStream &s, int *events) {
         }
     }
     // a failed stream waits for the credits of what it put on the wire
-    return s.failed && s.credited == s.posted;
+    return s.failed && s.credited >= s.posted;
 }
 
 int TransferEngine::Impl::step_in(InStream &in, int *events) {
@@ -221,9 +222,18 @@ void TransferEngine::Impl::on_credit(const CtrlMsg &m) {
         protocol_error("credit for a bad slot");
         return;
     }
-    peer_credits.push_back(r);
+    if (peer_slot_credited & (std::uint64_t{1} << r)) {
+        protocol_error("credit for a slot already credited");
+        return;
+    }
     const std::uint64_t key = (std::uint64_t{imm_get(m.imm)} << 32) | imm_id(m.imm);
     auto it = out.find(key);
+    if (it != out.end() && it->second->credited >= it->second->posted) {
+        protocol_error("credit beyond the chunks sent");
+        return;
+    }
+    peer_credits.push_back(r);
+    peer_slot_credited |= std::uint64_t{1} << r;
     if (it != out.end()) {
         OutStream &s = *it->second;
         ++s.credited;

@@ -256,13 +256,20 @@ void TransferEngine::Impl::on_recv(const Completion &c, std::uint32_t buf) {
         on_chunk(c.imm, c.byte_len);
         return;
     }
+    const std::uint32_t len = c.byte_len;
     CtrlMsg m;
-    if (c.byte_len != sizeof(CtrlMsg)) {
+    std::memcpy(&m, ctrl_recv_buf(buf), std::min<std::size_t>(len, sizeof(m)));
+    post_recv(buf);
+    on_ctrl(&m, len);
+}
+
+void TransferEngine::Impl::on_ctrl(const void *msg, std::size_t len) {
+    CtrlMsg m;
+    if (len != sizeof(CtrlMsg)) {
         protocol_error("control message of bad size");
         return;
     }
-    std::memcpy(&m, ctrl_recv_buf(buf), sizeof(m));
-    post_recv(buf);
+    std::memcpy(&m, msg, sizeof(m));
     if (m.magic != kCtrlMagic) {
         protocol_error("bad control magic");
         return;
@@ -497,6 +504,21 @@ int TransferEngine::connect(std::span<const std::uint8_t> peer_address) {
     if (im.conn->state() != ConnState::created) {
         return -EISCONN;
     }
+    if (a.value().stage_slots != 0) {
+        // our send slots take the peer's slot size: bounded by what this
+        // side would pin for its own receive slots, or 256 MiB, whichever
+        // is more (a peer cannot make us pin up to 32 GiB per endpoint)
+        const std::size_t bytes = std::size_t{im.cfg.slots} * a.value().stage_slot_size;
+        const std::size_t limit = std::max(std::size_t{im.cfg.slots} * im.cfg.slot_size,
+                                           kMaxPeerSendArea);
+        if (bytes > limit) {
+            GP_ERROR("rdma: the peer's staging slots of %u bytes would need %zu bytes of pinned "
+                     "send slots here, above %zu: UCX_GDRPIPE_RDMA_CHUNK_SIZE differs between "
+                     "the processes",
+                     unsigned(a.value().stage_slot_size), bytes, limit);
+            return -EINVAL;
+        }
+    }
     im.peer = a.value();
     if (im.peer.stage_slots != 0) {
         const std::size_t bytes = std::size_t{im.cfg.slots} * im.peer.stage_slot_size;
@@ -515,6 +537,7 @@ int TransferEngine::connect(std::span<const std::uint8_t> peer_address) {
         }
         for (std::uint32_t r = 0; r < im.peer.stage_slots; ++r) {
             im.peer_credits.push_back(r);
+            im.peer_slot_credited |= std::uint64_t{1} << r;
         }
     }
     for (std::uint32_t i = 0; i < im.nrecv; ++i) { // receives before RTR
@@ -573,6 +596,12 @@ int TransferEngine::get(const LocalBuffer &local, std::uint64_t remote_addr, con
 
 
 int TransferEngine::progress() { return impl_->progress(); }
+
+void TransferEngine::handle_peer_control(std::span<const std::uint8_t> msg) {
+    if (impl_->conn->state() == ConnState::connected) {
+        impl_->on_ctrl(msg.data(), msg.size());
+    }
+}
 
 bool TransferEngine::idle() const {
     return impl_->xfers.empty() && impl_->out.empty() && impl_->in_puts.empty();

@@ -4,6 +4,7 @@
 #pragma once
 #include <gdrpipe/bytes.hpp>
 #include <gdrpipe/log.hpp>
+#include <gdrpipe/rdma/ctrl_msg.hpp>
 #include <gdrpipe/rdma/transfer.hpp>
 
 #include <algorithm>
@@ -20,37 +21,16 @@ namespace gdrpipe::rdma {
 namespace transfer_detail {
 constexpr std::uint32_t kMaxIds = 1024;
 constexpr std::uint32_t kMaxChunks = 1u << 16;
-constexpr std::uint32_t kCtrlMagic = 0x47504331; // "GPC1"
 // CUDA stream slots of the default copiers (cuda::DeviceManager): the
 // intra-host engine's requester/owner slots, so that a stream's D2H and
 // another's H2D overlap.
 constexpr unsigned kStageOutStream = 2;
 constexpr unsigned kStageInStream = 3;
 
-enum class CtrlType : std::uint32_t { put_begin = 1, get_req, credit, nack, put_abort, write_flush,
-                                       flush_ack };
-
-struct CtrlMsg {
-    std::uint32_t magic = kCtrlMagic;
-    std::uint32_t type = 0;
-    std::uint32_t id = 0;
-    std::uint32_t key_id = 0;
-    std::uint64_t addr = 0;
-    std::uint64_t len = 0;
-    std::int32_t status = 0;
-    std::uint32_t imm = 0; // CREDIT: the imm of the chunk; NACK: 1 = get
-};
-static_assert(sizeof(CtrlMsg) == 40);
 constexpr std::uint32_t kCtrlBufSize = 64;
-
-inline std::uint32_t make_imm(bool get_resp, std::uint32_t id, std::uint32_t slot, std::uint32_t chunk) {
-    return (get_resp ? 1u << 31 : 0u) | ((id & 0x3ffu) << 21) | ((slot & 0x1fu) << 16) |
-           (chunk & 0xffffu);
-}
-inline bool imm_get(std::uint32_t imm) { return (imm >> 31) != 0; }
-inline std::uint32_t imm_id(std::uint32_t imm) { return (imm >> 21) & 0x3ffu; }
-inline std::uint32_t imm_slot(std::uint32_t imm) { return (imm >> 16) & 0x1fu; }
-inline std::uint32_t imm_chunk(std::uint32_t imm) { return imm & 0xffffu; }
+// the most send-slot memory a peer's slot size may make us pin, unless our
+// own receive slots are larger
+constexpr std::size_t kMaxPeerSendArea = std::size_t{256} << 20;
 
 // wr_id: kind in the top byte, index below
 enum WrKind : std::uint64_t { kWrCtrlSend = 1, kWrChunk = 2, kWrDirect = 3, kWrRecv = 4 };
@@ -101,7 +81,8 @@ struct TransferEngine::Impl {
         bool ship(std::uint64_t chunk, const pipeline::ChunkSlot &slot, std::size_t len) override {
             return im->post_chunk(*this, static_cast<std::uint32_t>(chunk), slot.id, len);
         }
-        bool drained(std::uint64_t nchunks) override { return credited == nchunks; }
+        // on_credit refuses credits beyond `posted`, so credited <= posted
+        bool drained(std::uint64_t nchunks) override { return credited >= nchunks; }
     };
 
     // An incoming chunk stream (our get, or the peer's put we receive) as
@@ -206,6 +187,10 @@ struct TransferEngine::Impl {
     std::unique_ptr<MemoryRegion> send_mr;
     std::vector<std::uint32_t> send_free;
     std::deque<std::uint32_t> peer_credits;
+    // bit r: the peer's receive slot r is credited to us (in peer_credits);
+    // a credit for a slot already credited is a protocol error, so
+    // peer_credits never holds more than peer.stage_slots entries
+    std::uint64_t peer_slot_credited = 0;
     EpAddress peer{};
     std::uint32_t sq_used = 0;
 
@@ -253,6 +238,7 @@ struct TransferEngine::Impl {
     void on_completion(const Completion &c);
     void protocol_error(const char *why) { conn->fail(-EPROTO, std::string("protocol error: ") + why); }
     void on_recv(const Completion &c, std::uint32_t buf);
+    void on_ctrl(const void *msg, std::size_t len);
     // Owner side: is [addr, addr+len) inside exposure key_id?
     bool exposed(std::uint32_t key_id, std::uint64_t addr, std::uint64_t len) const;
     void nack(std::uint32_t id, bool get, int status);

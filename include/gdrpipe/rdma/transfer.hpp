@@ -131,6 +131,11 @@ class TransferEngine {
     // Polls completions and chunk copies, advances the pipelines, runs the
     // callbacks of finished transfers. Returns the number of events handled.
     int progress();
+    // Handles `msg` as a control message that arrived from the peer (what
+    // the receive path does after the QP delivered it): the entry point for
+    // tests of misbehaving peers and for fuzzing (ctrl_msg.hpp: the layout).
+    // Ignored unless connected.
+    void handle_peer_control(std::span<const std::uint8_t> msg);
     // No own transfer and no transfer of the peer's being served in flight.
     bool idle() const;
     ConnState state() const noexcept;

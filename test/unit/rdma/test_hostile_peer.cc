@@ -1,0 +1,88 @@
+// A peer that breaks the RDMA wire's protocol (security review M1, M5):
+// what it sends is refused with a connection error, never a hang, unbounded
+// growth or an oversized allocation.
+#include "rdma_fixture.hpp"
+
+#include <gdrpipe/rdma/ctrl_msg.hpp>
+
+#include <cstring>
+
+using namespace rdma_test;
+using namespace std::chrono_literals;
+namespace td = gdrpipe::rdma::transfer_detail;
+
+namespace {
+
+std::vector<std::uint8_t> credit_msg(std::uint32_t id, std::uint32_t slot, std::uint32_t chunk) {
+    td::CtrlMsg m;
+    m.type = static_cast<std::uint32_t>(td::CtrlType::credit);
+    m.imm = td::make_imm(false, id, slot, chunk);
+    std::vector<std::uint8_t> b(sizeof(m));
+    std::memcpy(b.data(), &m, sizeof(m));
+    return b;
+}
+
+} // namespace
+
+TEST_CASE("hostile peer: a credit for a slot already credited fails the link",
+          "[rdma][hostile]") {
+    Pair p;
+    // nothing sent yet: every receive slot of the peer is credited to a
+    REQUIRE(p.a.eng->state() == ConnState::connected);
+    p.a.eng->handle_peer_control(credit_msg(1, 0, 0));
+    CHECK(p.a.eng->state() == ConnState::error);
+    CHECK(p.a.conn_errors == 1);
+}
+
+TEST_CASE("hostile peer: a second credit for one chunk fails the link, the transfer ends",
+          "[rdma][hostile]") {
+    TransferConfig tc = Pair::small_config();
+    tc.slots = 1;
+    Pair p({}, tc);
+    // a's only chunk in flight waits in b's slow stage-in, so its slot is
+    // not credited back yet
+    p.b.in->set_delay(50ms);
+    const std::size_t n = 3 * 16384;
+    std::vector<std::uint8_t> owner(n, 0);
+    auto src = pattern(n, 7);
+    auto key = p.b.eng->expose({owner.data(), n}).value();
+    Result r;
+    REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
+    REQUIRE(p.run_until([&] { return p.a.eng->stats().chunks_sent >= 1; }));
+    // the slot's credit, early and then again: the second is one too many
+    const auto c = credit_msg(0, 0, 0);
+    p.a.eng->handle_peer_control(c);
+    CHECK(p.a.eng->state() == ConnState::connected);
+    p.a.eng->handle_peer_control(c);
+    CHECK(p.a.eng->state() == ConnState::error);
+    // the put completes (with an error) instead of waiting forever
+    REQUIRE(p.run_until([&] { return r.done; }));
+    CHECK(r.status != 0);
+}
+
+TEST_CASE("hostile peer: staging slots above the pin limit are refused at connect",
+          "[rdma][hostile]") {
+    FakeFabric fab;
+    Side a, b;
+    for (Side *s : {&a, &b}) {
+        s->be = fab.backend();
+        s->ctx = std::move(s->be->open(s->be->ports()[0]).value());
+        s->pd = std::move(s->ctx->alloc_pd().value());
+        s->reg = std::make_unique<Registrar>(*s->pd, DeviceRegHooks{}, RegistrarConfig{});
+        TransferConfig tc = Pair::small_config();
+        tc.out_copier = s->out;
+        tc.in_copier = s->in;
+        s->eng = std::move(TransferEngine::create(*s->ctx, *s->pd, *s->reg, tc).value());
+    }
+    // b's address as a peer would forge it: 1 GiB slots (the format's
+    // maximum), which a's 4 send slots would have to match
+    auto addr = b.eng->address();
+    auto ep = unpack_ep_address(addr);
+    REQUIRE(ep);
+    EpAddress forged = ep.value();
+    forged.stage_slot_size = kMaxStageSlotSize;
+    CHECK(a.eng->connect(pack_ep_address(forged)) == -EINVAL);
+    CHECK(a.eng->state() == ConnState::created);
+    // the honest address still connects
+    CHECK(a.eng->connect(addr) == 0);
+}
