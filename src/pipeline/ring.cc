@@ -94,16 +94,9 @@ std::unique_ptr<StagingSegment> StagingSegment::attach(pid_t pid, int fd, uint64
         *err = "invalid staging segment reference";
         return nullptr;
     }
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(pid), fd);
     std::unique_ptr<StagingSegment> s(new StagingSegment());
-    s->fd_ = ::open(path, O_RDWR | O_CLOEXEC);
+    s->fd_ = wire::open_peer_segment(pid, fd, err);
     if (s->fd_ < 0) {
-        *err = std::string("open ") + path + ": " + std::strerror(errno);
-        return nullptr;
-    }
-    if (const char *why = wire::check_sealed(s->fd_)) {
-        *err = why;
         return nullptr;
     }
     struct stat st;

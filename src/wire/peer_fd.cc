@@ -42,11 +42,21 @@ int open_peer_fd(pid_t pid, int fd, std::string *err) {
     const int getfd_errno = errno;
     char path[64];
     std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(pid), fd);
-    out = ::open(path, O_RDWR | O_CLOEXEC);
-    if (out < 0) out = ::open(path, O_RDONLY | O_CLOEXEC);
+    // the peer names the fd: never a controlling terminal, never a block in
+    // open (a FIFO, a serial line); the descriptor is blocking again after
+    constexpr int kFlags = O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    out = ::open(path, O_RDWR | kFlags);
+    if (out < 0) out = ::open(path, O_RDONLY | kFlags);
     if (out < 0) {
         *err = std::string("pidfd_getfd: ") + std::strerror(getfd_errno) + "; open " + path +
                ": " + std::strerror(errno);
+        return -1;
+    }
+    const int fl = ::fcntl(out, F_GETFL);
+    if (fl < 0 || ::fcntl(out, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        *err = std::string("fcntl ") + path + ": " + std::strerror(errno);
+        ::close(out);
+        return -1;
     }
     return out;
 }

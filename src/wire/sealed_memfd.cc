@@ -3,9 +3,11 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace gdrpipe::wire {
@@ -39,6 +41,33 @@ const char *check_sealed(int fd) noexcept {
         return "segment not sealed against resizing";
     }
     return nullptr;
+}
+
+int open_peer_segment(pid_t pid, int fd, std::string *err) {
+    if (pid <= 0 || fd < 0) {
+        *err = "invalid segment reference";
+        return -1;
+    }
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(pid), fd);
+    const int out = ::open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (out < 0) {
+        *err = std::string("open ") + path + ": " + std::strerror(errno);
+        return -1;
+    }
+    struct stat st{};
+    const char *why = nullptr;
+    if (::fstat(out, &st) != 0 || !S_ISREG(st.st_mode)) {
+        why = "not a regular file";
+    } else {
+        why = check_sealed(out);
+    }
+    if (why != nullptr) {
+        ::close(out);
+        *err = std::string(path) + ": " + why;
+        return -1;
+    }
+    return out;
 }
 
 } // namespace gdrpipe::wire

@@ -141,16 +141,10 @@ ShmPeer *ShmIface::connect(const void *addr, size_t len, std::string *err) {
         return it->second;
     }
 
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(a.pid), int(a.fd));
-    int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    std::string why;
+    int fd = open_peer_segment(a.pid, int(a.fd), &why);
     if (fd < 0) {
-        *err = std::string("cannot open peer segment ") + path + ": " + std::strerror(errno);
-        return nullptr;
-    }
-    if (const char *why = check_sealed(fd)) {
-        ::close(fd);
-        *err = std::string("peer segment rejected: ") + why;
+        *err = "peer segment rejected: " + why;
         return nullptr;
     }
     struct stat st{};

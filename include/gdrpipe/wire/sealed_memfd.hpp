@@ -4,6 +4,8 @@
 // access); a peer's segment that is not sealed so is refused.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 
@@ -15,5 +17,11 @@ int create_sealed_memfd(const char *name, size_t size, std::string *err);
 
 // nullptr when fd is sealed against shrinking and growing, else the reason.
 const char *check_sealed(int fd) noexcept;
+
+// Opens a peer's segment, /proc/<pid>/fd/<fd>, read-write: never as a
+// controlling terminal and never blocking in open (the pid and fd come from
+// the peer and may name any file that process has open); accepted only if
+// it is a regular file sealed as above. -1 and *err otherwise.
+int open_peer_segment(pid_t pid, int fd, std::string *err);
 
 } // namespace gdrpipe::wire
