@@ -25,7 +25,7 @@ XferConfig normalize_config(const XferConfig &in) noexcept {
     if (c.path != PathMode::direct && c.path != PathMode::staged) c.path = PathMode::automatic;
     if (c.thresh == 0) c.thresh = SIZE_MAX;
     if (c.chunk_size == 0) c.chunk_size = size_t{2} << 20;
-    if (c.chunk_size > (size_t{64} << 20)) c.chunk_size = size_t{64} << 20;
+    if (c.chunk_size > kMaxChunkSize) c.chunk_size = kMaxChunkSize;
     c.chunk_size = (c.chunk_size + kMinChunk - 1) / kMinChunk * kMinChunk;
     if (c.depth == 0) c.depth = 4;
     if (c.depth > kMaxDepth) c.depth = kMaxDepth;

@@ -33,6 +33,8 @@ constexpr unsigned kSlotOwner = 3;
 constexpr unsigned kSlotDirect = 1;
 // calibrated pipeline shapes are capped at this many bytes per ring
 constexpr size_t kMaxCalibratedRing = size_t{32} << 20;
+// the largest chunk normalize_config allows
+constexpr size_t kMaxChunkSize = size_t{64} << 20;
 
 // "GPU <n>" or "host" (log lines of configured thresholds)
 inline std::string side_name(int dev) { return dev < 0 ? std::string("host") : "GPU " + std::to_string(dev); }

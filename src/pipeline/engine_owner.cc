@@ -60,6 +60,11 @@ void XferEngine::Impl::control(const void *data, uint32_t len) {
     if (it != attached.end()) {
         seg = it->second;
     } else {
+        // no requester of this version creates more (ensure_segment): a
+        // bigger one would only make us map and pin what the peer chose
+        if (m.seg_size > segment_bytes(kRingsPerPeer, kMaxDepth, kMaxChunkSize)) {
+            return drop("staging segment larger than any requester creates");
+        }
         std::string err;
         auto s = StagingSegment::attach(m.req_pid, m.seg_fd, m.seg_id, m.seg_size, &err);
         if (!s) return drop(err.c_str());
