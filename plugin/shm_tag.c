@@ -165,7 +165,9 @@ static void gdrpipe_shm_tag_op_free(gdrpipe_shm_iface_t *iface, gdrpipe_shm_tag_
         gp_mem_deregister(op->reg);
         op->reg = NULL;
     }
-    gp_shm_disconnect(iface->core, op->peer);
+    if (op->peer != NULL) {
+        gp_shm_disconnect(iface->core, op->peer);
+    }
     op->peer   = NULL;
     op->comp   = NULL;
     op->in_use = 0;
@@ -729,8 +731,7 @@ int gdrpipe_shm_tag_defer(gdrpipe_shm_iface_t *iface, uint8_t am_id, void *data,
 
     /* the data paths' control messages are never held: the copy being
      * waited for may need them */
-    if (ucs_likely(!t->materializing && ucs_queue_is_empty(&t->deferred)) ||
-        (am_id == GP_CTRL_AM_ID)) {
+    if (!gdrpipe_shm_tag_holding(t) || (am_id == GP_CTRL_AM_ID)) {
         return 0;
     }
     h = ucs_malloc(sizeof(*h) + len, "gdrpipe held message");
@@ -786,7 +787,7 @@ unsigned gdrpipe_shm_tag_progress(gdrpipe_shm_iface_t *iface)
     unsigned count = 0;
     uint32_t i;
 
-    if (t->materializing || !ucs_queue_is_empty(&t->deferred)) {
+    if (gdrpipe_shm_tag_holding(t)) {
         count += gdrpipe_shm_tag_release(iface);
     }
     if (!ucs_queue_is_empty(&t->acks)) {
@@ -887,6 +888,17 @@ static UCS_F_ALWAYS_INLINE uint64_t gdrpipe_shm_tag_op_id(const gdrpipe_shm_tag_
     return ((uint64_t)op->gen << 32) | op->slot;
 }
 
+/* A FIFO element of the peer for one tagged send, or NULL (UCS_ERR_NO_RESOURCE
+ * to UCP) when the endpoint's sends wait behind others or the FIFO is full. */
+static UCS_F_ALWAYS_INLINE gdrpipe_tag_msg_t *
+gdrpipe_shm_tag_reserve(gdrpipe_shm_ep_t *ep, uint64_t *index)
+{
+    if (gdrpipe_shm_ep_am_blocked(ep)) {
+        return NULL;
+    }
+    return gp_shm_reserve(ep->peer, index);
+}
+
 ucs_status_t gdrpipe_shm_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
                                             const void *data, size_t length)
 {
@@ -895,10 +907,7 @@ ucs_status_t gdrpipe_shm_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
     uint64_t index;
 
     UCT_CHECK_LENGTH(length + sizeof(*m), 0, ep->max_payload, "tag_eager_short");
-    if (gdrpipe_shm_ep_am_blocked(ep)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    m = gp_shm_reserve(ep->peer, &index);
+    m = gdrpipe_shm_tag_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -917,10 +926,7 @@ ssize_t gdrpipe_shm_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t i
     uint64_t index;
     size_t length;
 
-    if (gdrpipe_shm_ep_am_blocked(ep)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    m = gp_shm_reserve(ep->peer, &index);
+    m = gdrpipe_shm_tag_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -961,8 +967,6 @@ static ucs_status_t gdrpipe_shm_tag_ref(gdrpipe_shm_ep_t *ep, gdrpipe_tag_msg_t 
         ucs_debug("gdrpipe: cannot register %p (%zu bytes) for a tagged send: %s",
                   buffer, length, err);
         op->reg = NULL;
-        gp_shm_peer_hold(iface->core, ep->peer);
-        op->peer = ep->peer;
         gdrpipe_shm_tag_op_free(iface, op);
         return UCS_ERR_UNSUPPORTED;
     }
@@ -1000,10 +1004,7 @@ ucs_status_t gdrpipe_shm_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag, uint6
     UCT_CHECK_IOV_SIZE(iovcnt, GDRPIPE_SHM_AM_MAX_IOV, "tag_eager_zcopy");
     length = uct_iov_total_length(iov, iovcnt);
     UCT_CHECK_LENGTH(length + sizeof(*m), 0, ep->max_payload, "tag_eager_zcopy");
-    if (gdrpipe_shm_ep_am_blocked(ep)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    m = gp_shm_reserve(ep->peer, &index);
+    m = gdrpipe_shm_tag_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -1063,10 +1064,7 @@ ucs_status_ptr_t gdrpipe_shm_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     if ((iovcnt != 1) || (header_length > GDRPIPE_TAG_MAX_HDR)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
-    if (gdrpipe_shm_ep_am_blocked(ep)) {
-        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
-    }
-    m = gp_shm_reserve(ep->peer, &index);
+    m = gdrpipe_shm_tag_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
     }
@@ -1106,10 +1104,7 @@ ucs_status_t gdrpipe_shm_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
     uint64_t index;
 
     UCT_CHECK_LENGTH(header_length, 0, GDRPIPE_TAG_MAX_REQ, "tag_rndv_request");
-    if (gdrpipe_shm_ep_am_blocked(ep)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    m = gp_shm_reserve(ep->peer, &index);
+    m = gdrpipe_shm_tag_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }

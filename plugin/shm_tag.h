@@ -73,7 +73,8 @@ void gdrpipe_shm_tag_query(struct gdrpipe_shm_iface *iface, uct_iface_attr_t *at
 void gdrpipe_shm_tag_receive(struct gdrpipe_shm_iface *iface, void *data, uint32_t len);
 unsigned gdrpipe_shm_tag_progress(struct gdrpipe_shm_iface *iface);
 /* whether messages must be held (an unexpected one is still being copied):
- * then they are, and 1 is returned */
+ * then they are, and 1 is returned. Callers on the fast path test
+ * gdrpipe_shm_tag_holding() first. */
 int gdrpipe_shm_tag_defer(struct gdrpipe_shm_iface *iface, uint8_t am_id, void *data,
                           uint32_t len);
 /* whether gdrpipe_shm_tag_progress has anything to do */
