@@ -4,6 +4,7 @@
 // a text that parses to the same record.
 #include "fuzz_target.hpp"
 
+#include "calib_keys.hpp"
 #include "gdrpipe/model/calib_cache.hpp"
 
 #include <string>
@@ -24,15 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 }
 
 std::vector<FuzzBytes> gp_fuzz_seeds() {
-    CalibKey k;
-    k.local_gpu_uuid = "GPU-11111111-2222-3333-4444-555555555555";
-    k.remote_gpu_uuid = "GPU-66666666-7777-8888-9999-000000000000";
-    k.local_pci_bus_id = "0000:19:00.0";
-    k.remote_pci_bus_id = "0000:3b:00.0";
-    k.peer_relation = "nvlink:18";
-    k.wire_kind = "cuda_ipc";
-    k.driver_version = "580.159.04";
-    k.gdrpipe_version = "0.1.0";
+    const CalibKey k = gdrpipe::test::sample_calib_key();
     CalibRecord r;
     r.pipeline.chunk_bytes = 1 << 20;
     r.pipeline.depth = 4;

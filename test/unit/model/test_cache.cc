@@ -5,6 +5,7 @@
 #include "gdrpipe/model/calib_cache.hpp"
 #include "gdrpipe/model/obtain.hpp"
 
+#include "calib_keys.hpp"
 #include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
@@ -28,18 +29,7 @@ namespace {
 
 using gdrpipe::test::TempDir;
 
-CalibKey key_a() {
-    CalibKey k;
-    k.local_gpu_uuid = "GPU-1111aaaa-0000-0000-0000-000000000001";
-    k.remote_gpu_uuid = "GPU-2222bbbb-0000-0000-0000-000000000002";
-    k.local_pci_bus_id = "0000:19:00.0";
-    k.remote_pci_bus_id = "0000:3b:00.0";
-    k.peer_relation = "nvlink:18";
-    k.wire_kind = "cuda_ipc";
-    k.driver_version = "580.159.04";
-    k.gdrpipe_version = "0.1.0";
-    return k;
-}
+CalibKey key_a() { return gdrpipe::test::sample_calib_key(); }
 
 CalibRecord sample_record(std::uint64_t seed = 1) {
     fake::FakeProber fp(fake::pcie_peer_direct(), fake::pcie_staged(), seed);

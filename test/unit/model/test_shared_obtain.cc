@@ -4,6 +4,7 @@
 
 #include "gdrpipe/model/shared_obtain.hpp"
 
+#include "calib_keys.hpp"
 #include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
@@ -28,11 +29,7 @@ namespace {
 using gdrpipe::test::TempDir;
 
 CalibKey key_of(const char *local, const char *remote) {
-    CalibKey k;
-    k.local_gpu_uuid = local;
-    k.remote_gpu_uuid = remote;
-    k.local_pci_bus_id = "0000:19:00.0";
-    k.remote_pci_bus_id = "0000:3b:00.0";
+    CalibKey k = gdrpipe::test::sample_calib_key(local, remote);
     k.peer_relation = "p2p";
     k.wire_kind = "intra-host";
     k.driver_version = "13000";
