@@ -165,6 +165,16 @@ static UCS_F_ALWAYS_INLINE int gdrpipe_shm_ep_am_blocked(gdrpipe_shm_ep_t *ep)
     return (ucs_unlikely(!ucs_queue_is_empty(&ep->pending_q)) && !ep->dispatching) ||
            gdrpipe_shm_ep_fence_blocks(ep);
 }
+/* An element of the peer's FIFO for one send, or NULL (UCS_ERR_NO_RESOURCE
+ * to UCP) when the endpoint's sends wait behind others or the FIFO is full. */
+static UCS_F_ALWAYS_INLINE void *gdrpipe_shm_ep_reserve(gdrpipe_shm_ep_t *ep,
+                                                        uint64_t *index)
+{
+    if (gdrpipe_shm_ep_am_blocked(ep)) {
+        return NULL;
+    }
+    return gp_shm_reserve(ep->peer, index);
+}
 ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                      uct_completion_t *comp);
 void gdrpipe_shm_iface_complete_flushes(gdrpipe_shm_iface_t *iface);

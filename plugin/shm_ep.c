@@ -72,12 +72,6 @@ UCS_CLASS_DEFINE(gdrpipe_shm_ep_t, uct_base_ep_t);
 UCS_CLASS_DEFINE_NEW_FUNC(gdrpipe_shm_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(gdrpipe_shm_ep_t, uct_ep_t);
 
-static UCS_F_ALWAYS_INLINE ucs_status_t
-gdrpipe_shm_ep_no_resource(gdrpipe_shm_ep_t *ep)
-{
-    return UCS_ERR_NO_RESOURCE;
-}
-
 ucs_status_t gdrpipe_shm_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
     gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
@@ -98,13 +92,9 @@ ucs_status_t gdrpipe_shm_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(length + sizeof(header), 0, ep->max_payload, "am_short");
-    if (gdrpipe_shm_ep_am_blocked(ep)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    p = gp_shm_reserve(ep->peer, &index);
+    p = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(p == NULL)) {
-        return gdrpipe_shm_ep_no_resource(ep);
+        return UCS_ERR_NO_RESOURCE;
     }
     uct_am_short_fill_data(p, header, payload, length);
     gp_shm_commit(ep->peer, index, id, length + sizeof(header));
@@ -123,13 +113,9 @@ ucs_status_t gdrpipe_shm_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 0, ep->max_payload,
                      "am_short_iov");
-    if (gdrpipe_shm_ep_am_blocked(ep)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    p = gp_shm_reserve(ep->peer, &index);
+    p = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(p == NULL)) {
-        return gdrpipe_shm_ep_no_resource(ep);
+        return UCS_ERR_NO_RESOURCE;
     }
     ucs_iov_iter_init(&iov_iter);
     length = uct_iov_to_buffer(iov, iovcnt, &iov_iter, p, ep->max_payload);
@@ -147,13 +133,9 @@ ssize_t gdrpipe_shm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t 
     void *p;
 
     UCT_CHECK_AM_ID(id);
-    if (gdrpipe_shm_ep_am_blocked(ep)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    p = gp_shm_reserve(ep->peer, &index);
+    p = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(p == NULL)) {
-        return gdrpipe_shm_ep_no_resource(ep);
+        return UCS_ERR_NO_RESOURCE;
     }
     if (ucs_likely(ep->max_payload == iface->max_payload)) {
         /* the peer's element holds our max_bcopy, all UCP packs at most */

@@ -888,17 +888,6 @@ static UCS_F_ALWAYS_INLINE uint64_t gdrpipe_shm_tag_op_id(const gdrpipe_shm_tag_
     return ((uint64_t)op->gen << 32) | op->slot;
 }
 
-/* A FIFO element of the peer for one tagged send, or NULL (UCS_ERR_NO_RESOURCE
- * to UCP) when the endpoint's sends wait behind others or the FIFO is full. */
-static UCS_F_ALWAYS_INLINE gdrpipe_tag_msg_t *
-gdrpipe_shm_tag_reserve(gdrpipe_shm_ep_t *ep, uint64_t *index)
-{
-    if (gdrpipe_shm_ep_am_blocked(ep)) {
-        return NULL;
-    }
-    return gp_shm_reserve(ep->peer, index);
-}
-
 ucs_status_t gdrpipe_shm_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
                                             const void *data, size_t length)
 {
@@ -907,7 +896,7 @@ ucs_status_t gdrpipe_shm_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
     uint64_t index;
 
     UCT_CHECK_LENGTH(length + sizeof(*m), 0, ep->max_payload, "tag_eager_short");
-    m = gdrpipe_shm_tag_reserve(ep, &index);
+    m = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -926,7 +915,7 @@ ssize_t gdrpipe_shm_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t i
     uint64_t index;
     size_t length;
 
-    m = gdrpipe_shm_tag_reserve(ep, &index);
+    m = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -1004,7 +993,7 @@ ucs_status_t gdrpipe_shm_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag, uint6
     UCT_CHECK_IOV_SIZE(iovcnt, GDRPIPE_SHM_AM_MAX_IOV, "tag_eager_zcopy");
     length = uct_iov_total_length(iov, iovcnt);
     UCT_CHECK_LENGTH(length + sizeof(*m), 0, ep->max_payload, "tag_eager_zcopy");
-    m = gdrpipe_shm_tag_reserve(ep, &index);
+    m = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -1064,7 +1053,7 @@ ucs_status_ptr_t gdrpipe_shm_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     if ((iovcnt != 1) || (header_length > GDRPIPE_TAG_MAX_HDR)) {
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
-    m = gdrpipe_shm_tag_reserve(ep, &index);
+    m = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
     }
@@ -1104,7 +1093,7 @@ ucs_status_t gdrpipe_shm_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
     uint64_t index;
 
     UCT_CHECK_LENGTH(header_length, 0, GDRPIPE_TAG_MAX_REQ, "tag_rndv_request");
-    m = gdrpipe_shm_tag_reserve(ep, &index);
+    m = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
