@@ -1,8 +1,12 @@
 /* Tag matching in the intra-host wire (see shm_tag.h).
  *
- * Wire messages (am_id GDRPIPE_TAG_AM_ID), a gdrpipe_tag_msg_t first:
- *   EAGER      payload inline (host bytes; device bytes copied in only where
- *              a reference cannot serve)
+ * Wire messages (am_id GDRPIPE_TAG_AM_ID), the kind in the first byte:
+ *   EAGER      a 16-byte gdrpipe_tag_eager_t, the imm (8 bytes, only when
+ *              nonzero), then the payload inline (host bytes; device bytes
+ *              copied in only where a reference cannot serve). Short, so
+ *              that a small message and the FIFO element's header share one
+ *              cache line, as an active message does.
+ * The others start with a gdrpipe_tag_msg_t:
  *   EAGER_REF  eager message of device memory by reference: the sender's
  *              wire address and the remote key of its buffer follow
  *   RNDV_REF   UCT's rendezvous (uct_ep_tag_rndv_zcopy): the same reference,
@@ -47,6 +51,14 @@ typedef struct gdrpipe_tag_msg {
     uint64_t length;      /* payload bytes: inline (EAGER) or at remote_addr */
     uint64_t remote_addr;
 } gdrpipe_tag_msg_t;
+
+typedef struct gdrpipe_tag_eager {
+    uint8_t  kind;        /* GDRPIPE_TAG_EAGER */
+    uint8_t  has_imm;     /* 1: an 8-byte imm follows */
+    uint16_t reserved;
+    uint32_t reserved2;
+    uint64_t tag;
+} gdrpipe_tag_eager_t;
 
 #define GDRPIPE_TAG_ADDR_MAX 32
 
@@ -639,15 +651,63 @@ static void gdrpipe_shm_tag_on_ack(gdrpipe_shm_iface_t *iface, const gdrpipe_tag
     }
 }
 
+/* An EAGER message (gdrpipe_tag_eager_t): matched, the posted receive takes
+ * it (UCP copies the inline bytes out, to device memory too); else UCP's
+ * unexpected callback. */
+static void gdrpipe_shm_tag_on_eager(gdrpipe_shm_tag_t *t, const void *data, uint32_t len)
+{
+    gdrpipe_shm_tag_posted_t p;
+    gdrpipe_tag_eager_t e;
+    uint64_t imm = 0;
+    size_t hdr, length;
+    void *body;
+
+    if (len < sizeof(e)) {
+        ucs_error("gdrpipe: dropped a %u-byte tagged message (too short)", len);
+        return;
+    }
+    memcpy(&e, data, sizeof(e));
+    hdr = sizeof(e) + (e.has_imm ? sizeof(imm) : 0);
+    if ((e.has_imm > 1) || (len < hdr) || !t->enabled) {
+        ucs_error("gdrpipe: dropped a malformed tagged message (kind %u, %u bytes)",
+                  e.kind, len);
+        return;
+    }
+    if (e.has_imm) {
+        memcpy(&imm, UCS_PTR_BYTE_OFFSET(data, sizeof(e)), sizeof(imm));
+    }
+    body   = (void*)UCS_PTR_BYTE_OFFSET(data, hdr);
+    length = len - hdr;
+    ucs_trace("gdrpipe: tagged message tag 0x%lx %zu bytes imm %lu", (unsigned long)e.tag,
+              length, (unsigned long)imm);
+    if (!gdrpipe_shm_tag_match(t, e.tag, &p)) {
+        gdrpipe_shm_tag_unexp_eager(t, body, length, e.tag, imm);
+        return;
+    }
+    ++t->matched;
+    p.ctx->tag_consumed_cb(p.ctx);
+    if (length > p.length) {
+        ++t->truncated;
+        ucs_debug("gdrpipe: tagged message 0x%lx of %zu bytes truncated to %zu",
+                  (unsigned long)e.tag, length, p.length);
+        p.ctx->completed_cb(p.ctx, e.tag, imm, length, NULL, UCS_ERR_MESSAGE_TRUNCATED);
+    } else {
+        p.ctx->completed_cb(p.ctx, e.tag, imm, length, body, UCS_OK);
+    }
+}
+
 void gdrpipe_shm_tag_receive(gdrpipe_shm_iface_t *iface, void *data, uint32_t len)
 {
     gdrpipe_shm_tag_t *t = gdrpipe_tag_of(iface);
     gdrpipe_tag_msg_t m;
-    gdrpipe_shm_tag_posted_t p;
     const gdrpipe_tag_ref_t *ref;
     const char *body;
     size_t expect;
 
+    if ((len >= 1) && (*(const uint8_t*)data == GDRPIPE_TAG_EAGER)) {
+        gdrpipe_shm_tag_on_eager(t, data, len);
+        return;
+    }
     if (len < sizeof(m)) {
         ucs_error("gdrpipe: dropped a %u-byte tagged message (too short)", len);
         return;
@@ -655,9 +715,6 @@ void gdrpipe_shm_tag_receive(gdrpipe_shm_iface_t *iface, void *data, uint32_t le
     memcpy(&m, data, sizeof(m));
     body = (const char*)data + sizeof(m);
     switch (m.kind) {
-    case GDRPIPE_TAG_EAGER:
-        expect = m.length;
-        break;
     case GDRPIPE_TAG_EAGER_REF:
     case GDRPIPE_TAG_RNDV_REF:
         expect = sizeof(gdrpipe_tag_ref_t) + m.hdr_length;
@@ -685,24 +742,6 @@ void gdrpipe_shm_tag_receive(gdrpipe_shm_iface_t *iface, void *data, uint32_t le
     ucs_trace("gdrpipe: tagged message kind %u tag 0x%lx %lu bytes imm %lu",
               m.kind, (unsigned long)m.tag, (unsigned long)m.length, (unsigned long)m.imm);
     switch (m.kind) {
-    case GDRPIPE_TAG_EAGER:
-        if (gdrpipe_shm_tag_match(t, m.tag, &p)) {
-            ++t->matched;
-            p.ctx->tag_consumed_cb(p.ctx);
-            if (m.length > p.length) {
-                ++t->truncated;
-                ucs_debug("gdrpipe: tagged message 0x%lx of %lu bytes truncated to %zu",
-                          (unsigned long)m.tag, (unsigned long)m.length, p.length);
-                p.ctx->completed_cb(p.ctx, m.tag, m.imm, m.length, NULL,
-                                    UCS_ERR_MESSAGE_TRUNCATED);
-            } else {
-                /* UCP copies the inline bytes out (to device memory too) */
-                p.ctx->completed_cb(p.ctx, m.tag, m.imm, m.length, (void*)body, UCS_OK);
-            }
-        } else {
-            gdrpipe_shm_tag_unexp_eager(t, (void*)body, m.length, m.tag, m.imm);
-        }
-        break;
     case GDRPIPE_TAG_EAGER_REF:
     case GDRPIPE_TAG_RNDV_REF:
         ref = (const gdrpipe_tag_ref_t*)body;
@@ -868,19 +907,28 @@ static gdrpipe_shm_tag_op_t *gdrpipe_shm_tag_op_get(gdrpipe_shm_iface_t *iface)
     return op;
 }
 
-static UCS_F_ALWAYS_INLINE void gdrpipe_shm_tag_hdr(gdrpipe_tag_msg_t *m, uint8_t kind,
-                                                    uct_tag_t tag, uint64_t imm,
-                                                    size_t length)
+/* Writes an EAGER message's header (gdrpipe_tag_eager_t, the imm only when
+ * nonzero) at `elem`; returns where its payload goes. */
+static UCS_F_ALWAYS_INLINE void *gdrpipe_shm_tag_eager_hdr(void *elem, uct_tag_t tag,
+                                                           uint64_t imm)
 {
-    m->kind        = kind;
-    m->reserved    = 0;
-    m->hdr_length  = 0;
-    m->status      = 0;
-    m->tag         = tag;
-    m->imm         = imm;
-    m->op_id       = 0;
-    m->length      = length;
-    m->remote_addr = 0;
+    gdrpipe_tag_eager_t *e = elem;
+
+    e->kind      = GDRPIPE_TAG_EAGER;
+    e->has_imm   = (imm != 0);
+    e->reserved  = 0;
+    e->reserved2 = 0;
+    e->tag       = tag;
+    if (imm == 0) {
+        return e + 1;
+    }
+    memcpy(e + 1, &imm, sizeof(imm));
+    return UCS_PTR_BYTE_OFFSET(e + 1, sizeof(imm));
+}
+
+static UCS_F_ALWAYS_INLINE size_t gdrpipe_shm_tag_eager_hdr_len(uint64_t imm)
+{
+    return sizeof(gdrpipe_tag_eager_t) + ((imm != 0) ? sizeof(imm) : 0);
 }
 
 static UCS_F_ALWAYS_INLINE uint64_t gdrpipe_shm_tag_op_id(const gdrpipe_shm_tag_op_t *op)
@@ -892,17 +940,17 @@ ucs_status_t gdrpipe_shm_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
                                             const void *data, size_t length)
 {
     gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
-    gdrpipe_tag_msg_t *m;
     uint64_t index;
+    void *m;
 
-    UCT_CHECK_LENGTH(length + sizeof(*m), 0, ep->max_payload, "tag_eager_short");
+    UCT_CHECK_LENGTH(length + sizeof(gdrpipe_tag_eager_t), 0, ep->max_payload,
+                     "tag_eager_short");
     m = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    gdrpipe_shm_tag_hdr(m, GDRPIPE_TAG_EAGER, tag, 0, length);
-    memcpy(m + 1, data, length);
-    gp_shm_commit(ep->peer, index, GDRPIPE_TAG_AM_ID, sizeof(*m) + length);
+    memcpy(gdrpipe_shm_tag_eager_hdr(m, tag, 0), data, length);
+    gp_shm_commit(ep->peer, index, GDRPIPE_TAG_AM_ID, sizeof(gdrpipe_tag_eager_t) + length);
     return UCS_OK;
 }
 
@@ -911,23 +959,23 @@ ssize_t gdrpipe_shm_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t i
                                        unsigned flags)
 {
     gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
-    gdrpipe_tag_msg_t *m;
+    const size_t hdr     = gdrpipe_shm_tag_eager_hdr_len(imm);
     uint64_t index;
     size_t length;
+    void *m;
 
     m = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    length = pack_cb(m + 1, arg);
-    if (length + sizeof(*m) > ep->max_payload) {
+    length = pack_cb(gdrpipe_shm_tag_eager_hdr(m, tag, imm), arg);
+    if (length + hdr > ep->max_payload) {
         gp_shm_commit(ep->peer, index, 0xff, 0);
         ucs_error("gdrpipe: tag_eager_bcopy packed %zu bytes, more than %zu", length,
-                  ep->max_payload - sizeof(*m));
+                  ep->max_payload - hdr);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
-    gdrpipe_shm_tag_hdr(m, GDRPIPE_TAG_EAGER, tag, imm, length);
-    gp_shm_commit(ep->peer, index, GDRPIPE_TAG_AM_ID, sizeof(*m) + length);
+    gp_shm_commit(ep->peer, index, GDRPIPE_TAG_AM_ID, hdr + length);
     return length;
 }
 
@@ -1011,7 +1059,7 @@ ucs_status_t gdrpipe_shm_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag, uint6
         }
         /* not shareable: copied in below */
     }
-    dst = (char*)(m + 1);
+    dst = gdrpipe_shm_tag_eager_hdr(m, tag, imm);
     for (i = 0; i < iovcnt; ++i) {
         len = uct_iov_get_length(&iov[i]);
         if (len == 0) {
@@ -1027,13 +1075,9 @@ ucs_status_t gdrpipe_shm_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag, uint6
         }
         dst += len;
     }
-    memset(m, 0, sizeof(*m));
-    m->kind   = GDRPIPE_TAG_EAGER;
-    m->tag    = tag;
-    m->imm    = imm;
-    m->length = length;
     ++t->inline_sent;
-    gp_shm_commit(ep->peer, index, GDRPIPE_TAG_AM_ID, sizeof(*m) + length);
+    gp_shm_commit(ep->peer, index, GDRPIPE_TAG_AM_ID,
+                  gdrpipe_shm_tag_eager_hdr_len(imm) + length);
     return UCS_OK;
 }
 
