@@ -50,7 +50,12 @@
 #   BASE_PLUGIN  a second libuct_gdrpipe.so to compare with (osu section)
 #   SWEEP_REPS   how often each proof sweep runs (default 1)
 #   OSU_BENCHES, OSU_REPS, OSU_VARIANTS  the osu section's benchmarks, runs
-#                per setting, and settings: NAME or NAME:VAR=VALUE[,VAR=VALUE]
+#                per setting, and settings: NAME or NAME:ITEM[,ITEM...], an
+#                ITEM being VAR=VALUE (environment) or -OPTION (passed to the
+#                benchmark, e.g. -W256)
+#   OSU_ARGS     arguments for every OSU run (e.g. "-m 1:8192 -i 20000")
+#   OSU_PAIRS    buffer placements to run (default "DD HH")
+#   OSU_PHYSREF  0: no physical reference after the osu section
 #   BENCH_ITERS  timed iterations of the MPI latency runs (default 1000)
 # Exit status: the number of failed steps; 2 when this is not a GPU machine or
 # .device/ is missing.
@@ -284,7 +289,7 @@ if want osu; then
                 fails=$((fails + 1))
                 continue
             fi
-            for tag in DD HH; do
+            for tag in ${OSU_PAIRS:-DD HH}; do
                 [ "$tag" = DD ] && [ "$b" = osu_latency ] && [ "$ngpu" -lt 2 ] && continue
                 a=()
                 [ "$tag" = DD ] && a=(-d cuda D D)
@@ -292,21 +297,27 @@ if want osu; then
                     vname=${v%%:*}
                     vset=()
                     vx=()
+                    vargs=()
                     if [ "$v" != "$vname" ]; then
-                        IFS=, read -ra vset <<<"${v#*:}"
-                        for kv in "${vset[@]}"; do vx+=(-x "${kv%%=*}"); done
+                        IFS=, read -ra items <<<"${v#*:}"
+                        for kv in "${items[@]}"; do
+                            case $kv in
+                            -*) vargs+=("$kv") ;;
+                            *) vset+=("$kv"); vx+=(-x "${kv%%=*}") ;;
+                            esac
+                        done
                     fi
                     # rendezvous forced is a device-buffer reference only
                     [ "$tag" = HH ] && [ "$vname" = rndv0 ] && continue
                     for ((r = 1; r <= ${OSU_REPS:-3}; ++r)); do
                         bench "$b-$tag-$vname-r$r" "${OSU_LIMIT:-180}" env GDRPIPE_PLUGIN="$P" "${vset[@]}" \
-                            "${GPRUN[@]}" mpirun "${vx[@]}" "${NOPRE[@]}" "$x" "${a[@]}"
+                            "${GPRUN[@]}" mpirun "${vx[@]}" "${NOPRE[@]}" "$x" ${OSU_ARGS:-} "${vargs[@]}" "${a[@]}"
                     done
                     median_log "$b-$tag-$vname" "$OUT/$b-$tag-$vname"-r*.log
                 done
             done
         done
-        TAIL=40 step physref-osu 240 "$B/bench/gdrpipe_physref" -i 1000
+        [ "${OSU_PHYSREF:-1}" = 0 ] || TAIL=40 step physref-osu 240 "$B/bench/gdrpipe_physref" -i 1000
     fi
 fi
 
@@ -378,7 +389,7 @@ fi
 if want osu && [ -n "${OSU_DIR:-}" ]; then
     for b in ${OSU_BENCHES:-osu_latency osu_bw osu_bibw osu_mbw_mr}; do
         cols=()
-        for tag in DD HH; do
+        for tag in ${OSU_PAIRS:-DD HH}; do
             for v in ${OSU_VARIANTS:-default rndv0:x tag:x} ${BASE_PLUGIN:+base:x}; do
                 cols+=("${tag:0:1} ${tag:1:1} ${v%%:*}=$b-$tag-${v%%:*}")
             done
