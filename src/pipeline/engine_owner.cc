@@ -69,6 +69,16 @@ void XferEngine::Impl::control(const void *data, uint32_t len) {
         auto s = StagingSegment::attach(m.req_pid, m.seg_fd, m.seg_id, m.seg_size, &err);
         if (!s) return drop(err.c_str());
         seg = std::shared_ptr<StagingSegment>(std::move(s));
+        // a requester has one segment at a time: an older one of the same
+        // process was given up (its rings aborted); requests still being
+        // served keep it mapped until they end
+        for (auto a = attached.begin(); a != attached.end();) {
+            if (std::get<0>(a->first) == m.req_pid && std::get<1>(a->first) == m.req_start_time) {
+                a = attached.erase(a);
+            } else {
+                ++a;
+            }
+        }
         attached.emplace(key, seg);
     }
     // against the shape checked at attach (never the shared header)

@@ -86,6 +86,18 @@ int XferEngine::Impl::staged_kickoff(Xfer *x) {
     }
     if (x->ring < 0) {
         if (!ensure_segment(ps)) return -ENOMEM;
+        if (std::all_of(ps->ring_retired.begin(), ps->ring_retired.end(),
+                        [](bool retired) { return retired; })) {
+            // every ring was aborted while the owner may still touch it
+            // (none is in use): a new segment. The owner may still write
+            // into the old one, which then only it maps; it lets it go when
+            // it attaches the new one.
+            GP_DEBUG("xfer: every staging ring of pid %d was aborted: a new segment",
+                     int(ps->pid));
+            ps->seg.reset();
+            if (!ensure_segment(ps)) return -ENOMEM;
+            ++st.segments_renewed;
+        }
         for (unsigned r = 0; r < kRingsPerPeer; ++r) {
             if (ps->ring_user[r] == 0 && !ps->ring_retired[r]) {
                 x->ring = int(r);

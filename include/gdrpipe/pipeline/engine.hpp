@@ -34,6 +34,7 @@ struct XferStats {
     uint64_t fallbacks = 0;    // direct impossible/failed -> staged
     uint64_t ctrl_dropped = 0; // malformed / unusable control messages
     uint64_t peers_failed = 0;
+    uint64_t segments_renewed = 0; // requester: all staging rings of a peer aborted
 };
 
 // The effective configuration (defaults filled in, bounds applied).

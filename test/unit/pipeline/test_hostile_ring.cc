@@ -114,3 +114,36 @@ TEST_CASE("hostile requester: a staging header rewritten after attach is not fol
     auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
     REQUIRE(run_pair(a, b, 30) == "");
 }
+
+// Review finding M1 (b): a staged transfer aborted after its control message
+// went out retires its ring (the owner may still touch it). With every ring
+// of a peer retired, later transfers to it used to queue forever; now the
+// requester gives the segment up and makes a new one, and the owner lets
+// the old one go when it attaches the new.
+TEST_CASE("staged transfers refused by the owner do not use up the staging rings",
+          "[pipeline][sim][security]") {
+    SKIP_WITHOUT_SIM();
+    auto a = [](Node &n) -> int {
+        if (int rc = node_setup(n, {config(GP_PATH_STAGED)})) return rc;
+        const size_t len = 300000;
+        Reply r;
+        PT_CHECK(remote_alloc(n, kHost, len, 21, true, &r));
+        PT_CHECK(remote_free(n, r.addr)); // the rkey stays, the owner's registration goes
+        Buf l;
+        PT_CHECK(buf_alloc(l, kDev0, len));
+        // more refusals than there are rings: each one is an error, none hangs
+        for (int i = 0; i < 6; ++i) {
+            const int st = xfer(n, 0, true, l.p, len, r.addr, r.rkey, 10);
+            PT_CHECK(st != 0 && st != -9999);
+        }
+        buf_free(l);
+        // and transfers to that peer still run
+        if (int rc = get_put(n, 0, kDev0, kHost, len, 22)) return rc;
+        PT_CHECK(n.eng()->stats().segments_renewed >= 1);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
+    REQUIRE(run_pair(a, b, 60) == "");
+}
