@@ -210,6 +210,11 @@ ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component, const void *rkey_bu
     }
     memcpy(rkey, rkey_buffer, sizeof(*rkey));
     why = gp_rkey_check(rkey);
+    if ((why == NULL) && (rkey->host_id != gdrpipe_host_id())) {
+        /* the key names memory of a process on another host: this wire
+         * reaches only processes of this one */
+        why = "remote key of another host";
+    }
     if (why != NULL) {
         ucs_error("gdrpipe: rejected remote key: %s", why);
         ucs_free(rkey);

@@ -26,6 +26,7 @@ TEST_CASE("rkeys: truncated or garbage keys are rejected", "[pipeline]") {
     gp_rkey_t k{};
     k.kind = GP_RKEY_CUDA_IPC;
     k.pid = 1234;
+    k.handle_fd = -1;
     k.base = 0x10000;
     k.length = 4096;
     gp_rkey_seal(&k);

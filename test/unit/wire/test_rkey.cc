@@ -10,6 +10,7 @@ TEST_CASE("sealed remote keys validate; any corruption is rejected", "[wire]") {
     k.kind = GP_RKEY_CUDA_IPC;
     k.pid = 1234;
     k.device = 0;
+    k.handle_fd = -1;
     k.base = 0x7f0000000000ull;
     k.length = 1 << 20;
     k.buffer_id = 77;
@@ -30,4 +31,32 @@ TEST_CASE("sealed remote keys validate; any corruption is rejected", "[wire]") {
     bad.kind = 99;
     gp_rkey_seal(&bad);
     CHECK(gp_rkey_check(&bad) != nullptr);
+}
+
+TEST_CASE("remote keys whose fields do not fit their kind are rejected", "[wire]") {
+    auto sealed = [](uint16_t kind, int32_t device, int32_t fd) {
+        gp_rkey_t k{};
+        k.kind = kind;
+        k.pid = 1234;
+        k.device = device;
+        k.handle_fd = fd;
+        k.base = 0x7f0000000000ull;
+        k.length = 4096;
+        gp_rkey_seal(&k);
+        return k;
+    };
+    auto ok = [](const gp_rkey_t &k) { return gp_rkey_check(&k) == nullptr; };
+    CHECK(ok(sealed(GP_RKEY_HOST, -1, -1)));
+    CHECK(!ok(sealed(GP_RKEY_HOST, 0, -1)));   // host memory on a device
+    CHECK(!ok(sealed(GP_RKEY_HOST, -1, 5)));   // host memory with a handle fd
+    CHECK(ok(sealed(GP_RKEY_CUDA_IPC, 1, -1)));
+    CHECK(!ok(sealed(GP_RKEY_CUDA_IPC, -1, -1)));
+    CHECK(!ok(sealed(GP_RKEY_CUDA_IPC, 0, 3)));
+    CHECK(ok(sealed(GP_RKEY_CUDA_NONE, -1, -1))); // managed memory: no device
+    CHECK(!ok(sealed(GP_RKEY_CUDA_NONE, -2, -1)));
+    for (uint16_t kind : {uint16_t(GP_RKEY_CUDA_VMM), uint16_t(GP_RKEY_CUDA_POOL)}) {
+        CHECK(ok(sealed(kind, 0, 9)));
+        CHECK(!ok(sealed(kind, 0, -1))); // no fd to fetch the handle from
+        CHECK(!ok(sealed(kind, -1, 9)));
+    }
 }
