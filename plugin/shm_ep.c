@@ -7,6 +7,7 @@
 #include <ucs/type/class.h>
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GDRPIPE_SHM_MAX_IOV 16
 
@@ -267,6 +268,15 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         return UCS_ERR_NO_RESOURCE;
     }
     n = gdrpipe_shm_to_iovec(iov, iovcnt, local);
+    if (ucs_unlikely(ep->pid == getpid()) &&
+        !gp_mem_is_registered((void*)remote_addr, uct_iov_total_length(iov, iovcnt))) {
+        /* an endpoint to this process (an address naming our own pid): it
+         * may only reach memory registered here, as a peer's would */
+        ucs_error("gdrpipe: %s into this process at %p (%zu bytes): not registered memory",
+                  is_get ? "get" : "put", (void*)remote_addr,
+                  uct_iov_total_length(iov, iovcnt));
+        return UCS_ERR_INVALID_PARAM;
+    }
     if ((rk == NULL) || ((rk->kind == GP_RKEY_HOST) &&
                          gdrpipe_shm_iov_is_host(iov, iovcnt))) {
         return gdrpipe_shm_cma_status(ep, is_get ?

@@ -161,6 +161,15 @@ int XferEngine::Impl::try_direct(Xfer *x) {
     const int dev = x->mem.dev >= 0 ? x->mem.dev : remote_dev;
     char *ptr = nullptr;
     if (loopback) {
+        // an rkey naming this process: only memory registered here, as
+        // for a peer's (a forged address or key must not reach the rest)
+        bool host = false;
+        if (!registered(x->remote, x->len, &host)) {
+            GP_ERROR("xfer %llu: [%#llx, +%zu) of this process itself is not registered memory",
+                     static_cast<unsigned long long>(x->id),
+                     static_cast<unsigned long long>(x->remote), x->len);
+            return -EACCES;
+        }
         ptr = reinterpret_cast<char *>(x->remote);
     } else {
         auto res = import_buffer(x->ps->space, x->rkey, dev);

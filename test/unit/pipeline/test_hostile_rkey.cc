@@ -6,6 +6,7 @@
 
 #include "gdrpipe/pipeline/registry.hpp"
 
+#include <algorithm>
 #include <cerrno>
 
 using namespace pt;
@@ -81,6 +82,68 @@ TEST_CASE("hostile owner: an rkey longer than the imported allocation is refused
         if (int rc = node_setup(n, {config(GP_PATH_DIRECT)})) return rc;
         if (int rc = forged_length(n, kDev0, 21)) return rc;   // legacy IPC handle
         if (int rc = forged_length(n, kXPool0, 31)) return rc; // exported pool pointer
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
+    REQUIRE(run_pair(a, b, 60) == "");
+}
+
+// Review finding M6 (b): an address naming this process itself (its pid,
+// fd and segment, which any peer can copy from its own address) makes the
+// endpoint a loopback, whose transfers used the remote address as it was.
+// They may now only reach memory registered here, as a peer's may.
+TEST_CASE("a loopback endpoint reaches only registered memory", "[pipeline][sim][security]") {
+    SKIP_WITHOUT_SIM();
+    auto a = [](Node &n) -> int {
+        if (int rc = node_setup(n, {config(GP_PATH_DIRECT)})) return rc;
+        std::vector<char> mine(gp_shm_address_length());
+        gp_shm_iface_address(n.iface, mine.data());
+        char err[256];
+        gp_shm_peer_t *self = gp_shm_connect(n.iface, mine.data(), mine.size(), err, sizeof(err));
+        PT_CHECK(self != nullptr);
+        const size_t len = 65536;
+        Buf src, victim;
+        PT_CHECK(buf_alloc(src, kDev0, len));
+        PT_CHECK(buf_alloc(victim, kDev0, len));
+        PT_CHECK(buf_fill(src, 31));
+        PT_CHECK(buf_zero(victim));
+        gp_rkey_t k{};
+        k.kind = GP_RKEY_CUDA_IPC;
+        k.pid = getpid();
+        k.device = 0;
+        k.handle_fd = -1;
+        k.base = reinterpret_cast<uintptr_t>(victim.p);
+        k.length = len;
+        gp_rkey_seal(&k);
+        auto put = [&]() {
+            Done d;
+            struct iovec iov{src.p, len};
+            int r = gp_xfer_start(n.engines[0], self, 0, &iov, 1, k.base, &k, Done::cb, &d);
+            auto t0 = Clock::now();
+            while (r > 0 && !d.done) {
+                n.pump();
+                if (std::chrono::duration<double>(Clock::now() - t0).count() > 10) return -9999;
+            }
+            return r > 0 ? d.status : r;
+        };
+        const int st = put();
+        std::fprintf(stderr, "loopback into unregistered memory: %d\n", st);
+        PT_CHECK(st != 0 && st != -9999);
+        std::vector<uint8_t> back(len, 1);
+        PT_CHECK(buf_read(victim, back.data(), len));
+        PT_CHECK(std::all_of(back.begin(), back.end(), [](uint8_t b) { return b == 0; }));
+        // registered, the same loopback copy is allowed
+        void *reg = nullptr;
+        gp_rkey_t own{};
+        PT_CHECK(gp_mem_register(victim.p, len, 0, &own, &reg, err, sizeof(err)) == 0);
+        PT_CHECK(put() == 0);
+        PT_CHECK(buf_check(victim, 31));
+        gp_mem_deregister(reg);
+        gp_shm_disconnect(n.iface, self);
+        buf_free(src);
+        buf_free(victim);
         PT_CHECK(quit(n));
         node_teardown(n);
         return 0;
