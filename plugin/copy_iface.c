@@ -302,20 +302,7 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_copy_iface_t)
     ucs_mpool_cleanup(&self->op_mp, 1);
 }
 
-UCS_CLASS_DEFINE(gdrpipe_copy_iface_t, uct_base_iface_t);
-static UCS_CLASS_DEFINE_NEW_FUNC(gdrpipe_copy_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*);
-static UCS_CLASS_DEFINE_DELETE_FUNC(gdrpipe_copy_iface_t, uct_iface_t);
-
-ucs_status_t gdrpipe_copy_iface_open(uct_md_h md, uct_worker_h worker,
-                                     const uct_iface_params_t *params,
-                                     const uct_iface_config_t *config,
-                                     uct_iface_h *iface_p)
-{
-    return UCS_CLASS_NEW_FUNC_NAME(gdrpipe_copy_iface_t)(md, worker, params, config,
-                                                         iface_p);
-}
+GDRPIPE_IFACE_CLASS(gdrpipe_copy_iface_t, gdrpipe_copy_iface_open)
 
 static uct_iface_internal_ops_t gdrpipe_copy_iface_internal_ops = {
     .iface_estimate_perf = gdrpipe_copy_estimate_perf,
@@ -333,15 +320,8 @@ static uct_iface_ops_t gdrpipe_copy_iface_ops = {
     .ep_pending_purge         = (uct_ep_pending_purge_func_t)ucs_empty_function,
     .ep_flush                 = gdrpipe_copy_ep_flush,
     .ep_fence                 = uct_base_ep_fence,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(gdrpipe_copy_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_copy_ep_t),
-    .iface_flush              = gdrpipe_copy_iface_flush,
+    GDRPIPE_IFACE_COMMON_OPS(gdrpipe_copy, gdrpipe_copy_iface_t, gdrpipe_copy_ep_t),
     .iface_fence              = uct_base_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = gdrpipe_copy_iface_progress,
-    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_copy_iface_t),
-    .iface_query              = gdrpipe_copy_iface_query,
     .iface_get_device_address = (uct_iface_get_device_address_func_t)ucs_empty_function_return_success,
     .iface_get_address        = gdrpipe_copy_iface_get_address,
     .iface_is_reachable       = gdrpipe_copy_iface_is_reachable

@@ -108,4 +108,33 @@ uint64_t gdrpipe_host_id(void);
 void gdrpipe_log_init(void);
 void gdrpipe_memhooks_init(void);
 
+/* The UCS class skeleton of an interface type _type (a uct_base_iface_t
+ * with the standard constructor arguments): its definition, its new and
+ * delete functions, and _open_fn, which creates one (declared in a header). */
+#define GDRPIPE_IFACE_CLASS(_type, _open_fn) \
+    UCS_CLASS_DEFINE(_type, uct_base_iface_t); \
+    static UCS_CLASS_DEFINE_NEW_FUNC(_type, uct_iface_t, uct_md_h, uct_worker_h, \
+                                     const uct_iface_params_t*, \
+                                     const uct_iface_config_t*); \
+    static UCS_CLASS_DEFINE_DELETE_FUNC(_type, uct_iface_t); \
+    ucs_status_t _open_fn(uct_md_h md, uct_worker_h worker, \
+                          const uct_iface_params_t *params, \
+                          const uct_iface_config_t *config, uct_iface_h *iface_p) \
+    { \
+        return UCS_CLASS_NEW_FUNC_NAME(_type)(md, worker, params, config, iface_p); \
+    }
+
+/* The entries every interface's uct_iface_ops_t has in the same form:
+ * endpoints of class _ep_type, the interface of class _iface_type, and the
+ * interface functions named _prefix##_iface_{flush,progress,query}. */
+#define GDRPIPE_IFACE_COMMON_OPS(_prefix, _iface_type, _ep_type) \
+    .ep_create              = UCS_CLASS_NEW_FUNC_NAME(_ep_type), \
+    .ep_destroy             = UCS_CLASS_DELETE_FUNC_NAME(_ep_type), \
+    .iface_flush            = _prefix##_iface_flush, \
+    .iface_progress_enable  = uct_base_iface_progress_enable, \
+    .iface_progress_disable = uct_base_iface_progress_disable, \
+    .iface_progress         = _prefix##_iface_progress, \
+    .iface_close            = UCS_CLASS_DELETE_FUNC_NAME(_iface_type), \
+    .iface_query            = _prefix##_iface_query
+
 #endif

@@ -356,20 +356,7 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
     gp_shm_iface_close(self->core);
 }
 
-UCS_CLASS_DEFINE(gdrpipe_shm_iface_t, uct_base_iface_t);
-static UCS_CLASS_DEFINE_NEW_FUNC(gdrpipe_shm_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*);
-static UCS_CLASS_DEFINE_DELETE_FUNC(gdrpipe_shm_iface_t, uct_iface_t);
-
-ucs_status_t gdrpipe_shm_iface_open(uct_md_h md, uct_worker_h worker,
-                                    const uct_iface_params_t *params,
-                                    const uct_iface_config_t *config,
-                                    uct_iface_h *iface_p)
-{
-    return UCS_CLASS_NEW_FUNC_NAME(gdrpipe_shm_iface_t)(md, worker, params, config,
-                                                        iface_p);
-}
+GDRPIPE_IFACE_CLASS(gdrpipe_shm_iface_t, gdrpipe_shm_iface_open)
 
 static uct_iface_ops_t gdrpipe_shm_iface_ops = {
     .ep_put_short             = gdrpipe_shm_ep_put_short,
@@ -394,15 +381,8 @@ static uct_iface_ops_t gdrpipe_shm_iface_ops = {
     .ep_flush                 = gdrpipe_shm_ep_flush,
     .ep_fence                 = gdrpipe_shm_ep_fence,
     .ep_check                 = gdrpipe_shm_ep_check,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(gdrpipe_shm_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_shm_ep_t),
-    .iface_flush              = gdrpipe_shm_iface_flush,
+    GDRPIPE_IFACE_COMMON_OPS(gdrpipe_shm, gdrpipe_shm_iface_t, gdrpipe_shm_ep_t),
     .iface_fence              = uct_base_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = gdrpipe_shm_iface_progress,
-    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(gdrpipe_shm_iface_t),
-    .iface_query              = gdrpipe_shm_iface_query,
     .iface_get_device_address = gdrpipe_shm_iface_get_device_address,
     .iface_get_address        = gdrpipe_shm_iface_get_address,
     .iface_is_reachable       = gdrpipe_shm_iface_is_reachable
