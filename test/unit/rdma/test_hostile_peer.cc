@@ -36,15 +36,17 @@ TEST_CASE("hostile peer: a credit for a slot already credited fails the link",
 
 TEST_CASE("hostile peer: a second credit for one chunk fails the link, the transfer ends",
           "[rdma][hostile]") {
+    // declared before the pair: b's copier may still be copying into them
+    // when the pair is destroyed with the transfer cut off
+    const std::size_t n = 3 * 16384;
+    std::vector<std::uint8_t> owner(n, 0);
+    auto src = pattern(n, 7);
     TransferConfig tc = Pair::small_config();
     tc.slots = 1;
     Pair p({}, tc);
     // a's only chunk in flight waits in b's slow stage-in, so its slot is
     // not credited back yet
     p.b.in->set_delay(50ms);
-    const std::size_t n = 3 * 16384;
-    std::vector<std::uint8_t> owner(n, 0);
-    auto src = pattern(n, 7);
     auto key = p.b.eng->expose({owner.data(), n}).value();
     Result r;
     REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
