@@ -105,9 +105,11 @@ void mutate(FuzzBytes &b, Rng &r) {
 }
 
 void run(const FuzzBytes &b) {
-    // a copy of exactly the input's size: reads past it are ASan's to find
+    // a copy of exactly the input's size: reads past it are ASan's to find;
+    // an empty input is a valid pointer and size 0, as libFuzzer passes it
+    static std::uint8_t empty;
     std::vector<std::uint8_t> copy(b);
-    LLVMFuzzerTestOneInput(copy.empty() ? nullptr : copy.data(), copy.size());
+    LLVMFuzzerTestOneInput(copy.empty() ? &empty : copy.data(), copy.size());
 }
 
 } // namespace

@@ -15,7 +15,7 @@ void check_accepted(const gp_rkey_t &k) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
     gp_rkey_t k{};
-    std::memcpy(&k, data, size < sizeof(k) ? size : sizeof(k));
+    if (size != 0) std::memcpy(&k, data, size < sizeof(k) ? size : sizeof(k));
     if (gp_rkey_check(&k) == nullptr) check_accepted(k);
     gp_rkey_seal(&k);
     if (gp_rkey_check(&k) == nullptr) check_accepted(k);
