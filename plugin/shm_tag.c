@@ -60,6 +60,9 @@ typedef struct gdrpipe_tag_eager {
     uint64_t tag;
 } gdrpipe_tag_eager_t;
 
+/* the largest eager header: gdrpipe_tag_eager_t and the imm */
+#define GDRPIPE_TAG_EAGER_MAX_HDR (sizeof(gdrpipe_tag_eager_t) + sizeof(uint64_t))
+
 #define GDRPIPE_TAG_ADDR_MAX 32
 
 typedef struct gdrpipe_tag_ref {
@@ -231,7 +234,10 @@ void gdrpipe_shm_tag_cleanup(gdrpipe_shm_iface_t *iface)
 void gdrpipe_shm_tag_query(gdrpipe_shm_iface_t *iface, uct_iface_attr_t *attr)
 {
     gdrpipe_shm_tag_t *t = gdrpipe_tag_of(iface);
-    size_t inline_max    = iface->max_payload - sizeof(gdrpipe_tag_msg_t);
+    /* an eager message's header is 16 bytes, 24 with an imm: the same
+     * payload as an active message's eager (8 KiB with the default
+     * elements, which UCP otherwise sends by rendezvous) */
+    size_t inline_max    = iface->max_payload - GDRPIPE_TAG_EAGER_MAX_HDR;
 
     /* UCP's tag lane also needs get_zcopy (its software rendezvous) */
     if (!t->enabled || !(attr->cap.flags & UCT_IFACE_FLAG_GET_ZCOPY)) {
@@ -1040,7 +1046,8 @@ ucs_status_t gdrpipe_shm_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag, uint6
 
     UCT_CHECK_IOV_SIZE(iovcnt, GDRPIPE_SHM_AM_MAX_IOV, "tag_eager_zcopy");
     length = uct_iov_total_length(iov, iovcnt);
-    UCT_CHECK_LENGTH(length + sizeof(*m), 0, ep->max_payload, "tag_eager_zcopy");
+    UCT_CHECK_LENGTH(length + GDRPIPE_TAG_EAGER_MAX_HDR, 0, ep->max_payload,
+                     "tag_eager_zcopy");
     m = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(m == NULL)) {
         return UCS_ERR_NO_RESOURCE;
