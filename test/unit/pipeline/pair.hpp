@@ -374,12 +374,13 @@ struct Done {
 };
 
 // Starts and runs a transfer to completion (pumping); returns its status.
+// `peer`: another connection than the node's (default: n.peer).
 inline int xfer(Node &n, size_t eng, bool is_get, void *local, size_t len, uint64_t remote,
-                const gp_rkey_t &rkey, double timeout_s = 20) {
+                const gp_rkey_t &rkey, double timeout_s = 20, gp_shm_peer_t *peer = nullptr) {
     Done d;
     struct iovec iov{local, len};
-    int r = gp_xfer_start(n.engines[eng], n.peer, is_get ? 1 : 0, &iov, 1, remote, &rkey,
-                          Done::cb, &d);
+    int r = gp_xfer_start(n.engines[eng], peer != nullptr ? peer : n.peer, is_get ? 1 : 0, &iov,
+                          1, remote, &rkey, Done::cb, &d);
     if (r <= 0) return r;
     auto t0 = Clock::now();
     while (!d.done) {

@@ -117,17 +117,7 @@ TEST_CASE("a loopback endpoint reaches only registered memory", "[pipeline][sim]
         k.base = reinterpret_cast<uintptr_t>(victim.p);
         k.length = len;
         gp_rkey_seal(&k);
-        auto put = [&]() {
-            Done d;
-            struct iovec iov{src.p, len};
-            int r = gp_xfer_start(n.engines[0], self, 0, &iov, 1, k.base, &k, Done::cb, &d);
-            auto t0 = Clock::now();
-            while (r > 0 && !d.done) {
-                n.pump();
-                if (std::chrono::duration<double>(Clock::now() - t0).count() > 10) return -9999;
-            }
-            return r > 0 ? d.status : r;
-        };
+        auto put = [&]() { return xfer(n, 0, false, src.p, len, k.base, k, 10, self); };
         const int st = put();
         std::fprintf(stderr, "loopback into unregistered memory: %d\n", st);
         PT_CHECK(st != 0 && st != -9999);
