@@ -10,6 +10,10 @@
 //   pull-bw: A pulls a window of messages from B's buffer, in flight on 1,
 //           2 or 4 streams; GB/s
 //   bibw:   both pull at once, then both push (write the peer's buffer); total GB/s
+//   submit: A's CPU time to queue one copy into B's buffer, per API (the
+//           generic async copy, with an event each, the typed D2D copy, one
+//           batch call for the whole window), against a copy within its own
+//           memory; and the window's GB/s including the wait
 //   staged: A copies device->host into a pinned shared ring, B copies
 //           host->device out of it; GB/s
 //
@@ -48,7 +52,8 @@ bool load() {
     bool ok = true;
 #define FN(name, sym)                                                                    \
     cu.name = reinterpret_cast<decltype(&::name)>(dlsym(h, sym));                        \
-    if (cu.name == nullptr && std::strcmp(sym, "cuStreamWriteValue64_v2") != 0) {        \
+    if (cu.name == nullptr && std::strcmp(sym, "cuStreamWriteValue64_v2") != 0 &&         \
+        std::strcmp(sym, "cuMemcpyBatchAsync_v2") != 0) {                                \
         std::fprintf(stderr, "physref: %s missing\n", sym);                             \
         ok = false;                                                                      \
     }
@@ -230,6 +235,7 @@ int run_single(int iters) {
 
 // ---- two processes ---------------------------------------------------------
 constexpr size_t kBufBytes = size_t(256) << 20;
+bool submit_only = false; // --submit
 constexpr size_t kRingChunk = size_t(2) << 20;
 constexpr unsigned kRingDepth = 4;
 
@@ -417,6 +423,70 @@ void staged(Side &s, char *ring) {
     for (auto &e : ev) cu.cuEventDestroy(e);
 }
 
+// Per-copy CPU cost of queueing a window of copies into the peer's buffer.
+void submit(Side &s) {
+    constexpr unsigned kWin = 64;
+    constexpr int kReps = 9;
+    const size_t sizes[] = {8, size_t(1) << 20};
+    enum { generic, with_event, dtod, batch, local, nways };
+    const char *names[] = {"async", "async+event", "dtod-async", "batch", "local-async"};
+    std::vector<CUevent> ev(kWin);
+    for (auto &e : ev) CK(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    barrier(s.sh, s.me, s.gen);
+    if (s.me == 0) {
+        std::printf("# submit: A queues %u copies on one stream, then waits; per copy: queueing us / "
+                    "GB/s with the wait (median of %d)\n%10s",
+                    kWin, kReps, "size");
+        for (const char *n : names) std::printf(" %22s", n);
+        std::printf("\n");
+        CUstream st = s.c.streams[0];
+        std::vector<CUdeviceptr> dsts(kWin), srcs(kWin);
+        std::vector<size_t> lens(kWin);
+        for (size_t n : sizes) {
+            std::printf("%10zu", n);
+            for (int w = 0; w < nways; ++w) {
+                if (w == batch && cu.cuMemcpyBatchAsync == nullptr) {
+                    std::printf(" %22s", "n/a");
+                    continue;
+                }
+                std::vector<double> q, gbs;
+                for (int r = 0; r < kReps; ++r) {
+                    for (unsigned i = 0; i < kWin; ++i) {
+                        const size_t off = (size_t(i) * n) % (kBufBytes - n + 1);
+                        dsts[i] = (w == local ? s.dst : s.peer) + off;
+                        srcs[i] = s.buf + off;
+                        lens[i] = n;
+                    }
+                    auto t0 = Clock::now();
+                    if (w == batch) {
+                        CUmemcpyAttributes attr{};
+                        attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+                        attr.srcLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
+                        attr.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
+                        size_t idx = 0;
+                        CK(cu.cuMemcpyBatchAsync(dsts.data(), srcs.data(), lens.data(), kWin, &attr,
+                                                 &idx, 1, st));
+                    } else {
+                        for (unsigned i = 0; i < kWin; ++i) {
+                            if (w == dtod) CK(cu.cuMemcpyDtoDAsync(dsts[i], srcs[i], n, st));
+                            else CK(cu.cuMemcpyAsync(dsts[i], srcs[i], n, st));
+                            if (w == with_event) CK(cu.cuEventRecord(ev[i], st));
+                        }
+                    }
+                    q.push_back(us_since(t0) / kWin);
+                    CK(cu.cuStreamSynchronize(st));
+                    gbs.push_back(double(n) * kWin / (us_since(t0) * 1e3));
+                }
+                std::printf(" %10.2f / %9.1f", median(q), median(gbs));
+            }
+            std::printf("\n");
+            std::fflush(stdout);
+        }
+    }
+    barrier(s.sh, s.me, s.gen);
+    for (auto &e : ev) cu.cuEventDestroy(e);
+}
+
 int run_side(int me, Shared *sh, char *ring, int iters) {
     CK(cu.cuInit(0));
     Side s;
@@ -435,9 +505,14 @@ int run_side(int me, Shared *sh, char *ring, int iters) {
     while (sh->ready[1 - me].load() == 0) {
     }
     CK(cu.cuIpcOpenMemHandle(&s.peer, sh->handle[1 - me], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
-    pingpong(s, iters);
-    bandwidth(s);
-    staged(s, ring);
+    if (submit_only) {
+        submit(s);
+    } else {
+        pingpong(s, iters);
+        bandwidth(s);
+        submit(s);
+        staged(s, ring);
+    }
     barrier(sh, me, s.gen);
     CK(cu.cuIpcCloseMemHandle(s.peer));
     cu.cuMemHostUnregister(ring);
@@ -454,8 +529,9 @@ int main(int argc, char **argv) {
         if (a == "-i" && i + 1 < argc) iters = std::atoi(argv[++i]);
         else if (a == "--single") pair = false;
         else if (a == "--pair") single = false;
+        else if (a == "--submit") single = false, submit_only = true;
         else {
-            std::fprintf(stderr, "usage: %s [-i ITERS] [--single|--pair]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [-i ITERS] [--single|--pair|--submit]\n", argv[0]);
             return 2;
         }
     }
