@@ -36,6 +36,8 @@ typedef struct gdrpipe_shm_iface {
     ucs_list_link_t   pending_eps;   /* endpoints with queued requests */
     void              *scratch;      /* bounce for put/get bcopy */
     gp_xfer_engine_t  *xfer;         /* GPU data paths (NULL without CUDA) */
+    unsigned          progressing;   /* inside iface progress (nesting depth) */
+    int               round_open;    /* a round of the engine is open (gdrpipe_shm_xfer_start) */
     ucs_queue_head_t  flush_q;       /* flush completions waiting for transfers */
     int               eager_zcopy;   /* AM zcopy offered (UCX_GDRPIPE_EAGER_ZCOPY) */
     int               stats;         /* UCX_GDRPIPE_STATS */
@@ -178,5 +180,21 @@ static UCS_F_ALWAYS_INLINE void *gdrpipe_shm_ep_reserve(gdrpipe_shm_ep_t *ep,
 ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                      uct_completion_t *comp);
 void gdrpipe_shm_iface_complete_flushes(gdrpipe_shm_iface_t *iface);
+
+/* Starts a data-path transfer. Inside the interface's progress it first opens
+ * a round of the engine (once per progress call): the direct device copies of
+ * the round are then launched together when progress ends. Host-only progress
+ * calls pay nothing for it. */
+static inline int gdrpipe_shm_xfer_start(gdrpipe_shm_iface_t *iface, gp_shm_peer_t *peer,
+                                         int is_get, const struct iovec *local, size_t iovcnt,
+                                         uint64_t remote_addr, const gp_rkey_t *rkey,
+                                         gp_xfer_done_cb_t cb, void *arg)
+{
+    if (iface->progressing && !iface->round_open) {
+        gp_xfer_round_begin(iface->xfer);
+        iface->round_open = 1;
+    }
+    return gp_xfer_start(iface->xfer, peer, is_get, local, iovcnt, remote_addr, rkey, cb, arg);
+}
 
 #endif

@@ -288,7 +288,7 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         ucs_error("gdrpipe: GPU memory transfer but the data paths are unavailable");
         return UCS_ERR_UNSUPPORTED;
     }
-    ret = gp_xfer_start(iface->xfer, ep->peer, is_get, local, n, remote_addr, rk,
+    ret = gdrpipe_shm_xfer_start(iface, ep->peer, is_get, local, n, remote_addr, rk,
                         gdrpipe_shm_xfer_done, comp);
     if (ret == 0) {
         return UCS_OK;

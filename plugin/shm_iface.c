@@ -158,6 +158,9 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
     gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
     unsigned count;
 
+    /* the GPU copies this call starts (UCP answering the messages it
+     * delivers) are launched together when it ends (gdrpipe_shm_xfer_start) */
+    ++iface->progressing;
     count = gp_shm_progress(iface->core, gdrpipe_shm_iface_am_cb, iface,
                             GDRPIPE_SHM_PROGRESS_MAX);
     if (!ucs_queue_is_empty(&iface->eager.queue)) {
@@ -174,6 +177,10 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
     }
     if (!ucs_list_is_empty(&iface->pending_eps)) {
         count += gdrpipe_shm_iface_dispatch_pending(iface);
+    }
+    if ((--iface->progressing == 0) && iface->round_open) {
+        iface->round_open = 0;
+        gp_xfer_round_end(iface->xfer);
     }
     return count;
 }
@@ -278,7 +285,9 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     self->stats       = config->stats;
     ucs_list_head_init(&self->pending_eps);
     ucs_queue_head_init(&self->flush_q);
-    self->xfer = NULL;
+    self->xfer        = NULL;
+    self->progressing = 0;
+    self->round_open  = 0;
     status     = gdrpipe_shm_eager_init(&self->eager);
     if (status != UCS_OK) {
         goto err_close;

@@ -476,7 +476,7 @@ static int gdrpipe_shm_tag_get(gdrpipe_shm_iface_t *iface, gp_shm_peer_t *peer,
     if (iface->xfer == NULL) {
         return -ENOTSUP;
     }
-    return gp_xfer_start(iface->xfer, peer, 1, &local, 1, remote_addr, rkey,
+    return gdrpipe_shm_xfer_start(iface, peer, 1, &local, 1, remote_addr, rkey,
                          gdrpipe_shm_tag_get_done, r);
 }
 

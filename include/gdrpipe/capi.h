@@ -194,6 +194,11 @@ int gp_xfer_start(gp_xfer_engine_t *engine, gp_shm_peer_t *peer, int is_get,
                   const struct iovec *local, size_t iovcnt, uint64_t remote_addr,
                   const gp_rkey_t *rkey, gp_xfer_done_cb_t cb, void *arg);
 unsigned gp_xfer_progress(gp_xfer_engine_t *engine);
+/* A round of calls (the interface's progress): direct device copies started
+ * between begin and end are launched together at the end (one batched copy
+ * kernel per device); rounds nest. */
+void gp_xfer_round_begin(gp_xfer_engine_t *engine);
+void gp_xfer_round_end(gp_xfer_engine_t *engine);
 void gp_xfer_on_control(gp_xfer_engine_t *engine, const void *data, uint32_t len);
 size_t gp_xfer_outstanding(const gp_xfer_engine_t *engine);
 /* fails every transfer with this peer (it died or disconnected) */

@@ -107,6 +107,10 @@ int gp_xfer_start(gp_xfer_engine_t *engine, gp_shm_peer_t *peer, int is_get,
 
 unsigned gp_xfer_progress(gp_xfer_engine_t *engine) { return core(engine)->progress(); }
 
+void gp_xfer_round_begin(gp_xfer_engine_t *engine) { core(engine)->begin_round(); }
+
+void gp_xfer_round_end(gp_xfer_engine_t *engine) { core(engine)->end_round(); }
+
 void gp_xfer_on_control(gp_xfer_engine_t *engine, const void *data, uint32_t len) {
     core(engine)->on_control(data, len);
 }

@@ -1,6 +1,7 @@
 // Device table, primary contexts, stream slots and event pools.
 #include "gdrpipe/cuda/context.hpp"
 
+#include "gdrpipe/cuda/copy_kernel.hpp"
 #include "gdrpipe/log.hpp"
 
 #include <unordered_set>
@@ -16,6 +17,9 @@ struct DeviceManager::Device {
     std::unordered_set<CUevent> outstanding;
     std::vector<signed char> can_peer;  // per peer: -1 unknown, 0 no, 1 yes
     std::vector<bool> peer_enabled;     // per peer
+    CUmodule copy_module = nullptr;     // copy_kernel()
+    CUfunction copy_fn = nullptr;
+    bool copy_failed = false;
 };
 
 DeviceManager::DeviceManager(Driver &drv) : drv_(drv) {}
@@ -158,6 +162,38 @@ CUresult DeviceManager::stream(int ordinal, unsigned slot, CUstream *out) {
     return CUDA_SUCCESS;
 }
 
+CUresult DeviceManager::copy_kernel(int ordinal, CUfunction *out) {
+    if (!drv_.available()) return CUDA_ERROR_NOT_INITIALIZED;
+    Device *d = dev(ordinal);
+    if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+    std::lock_guard<std::mutex> lock(d->mutex);
+    if (d->copy_fn != nullptr) {
+        *out = d->copy_fn;
+        return CUDA_SUCCESS;
+    }
+    const Api &api = drv_.api();
+    if (d->copy_failed || gp_copy_batch_fatbin_len == 0 || api.cuModuleLoadData == nullptr ||
+        api.cuLaunchKernel == nullptr)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = retain_locked(*d);
+    if (r != CUDA_SUCCESS) return r;
+    ScopedContext scope(api, d->ctx.load(std::memory_order_relaxed));
+    if (!scope.ok()) return scope.status();
+    r = api.cuModuleLoadData(&d->copy_module, gp_copy_batch_fatbin);
+    if (r == CUDA_SUCCESS) r = api.cuModuleGetFunction(&d->copy_fn, d->copy_module, GP_COPY_KERNEL_NAME);
+    if (r != CUDA_SUCCESS) {
+        GP_DEBUG("device %d: the batched copy kernel did not load (%s): copies one by one",
+                 ordinal, describe(r).c_str());
+        if (d->copy_module != nullptr) api.cuModuleUnload(d->copy_module);
+        d->copy_module = nullptr;
+        d->copy_fn = nullptr;
+        d->copy_failed = true;
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    *out = d->copy_fn;
+    return CUDA_SUCCESS;
+}
+
 CUresult DeviceManager::acquire_event(int ordinal, CUevent *out) {
     if (!drv_.available()) return CUDA_ERROR_NOT_INITIALIZED;
     Device *d = dev(ordinal);
@@ -207,6 +243,10 @@ void DeviceManager::shutdown() noexcept {
                 s = nullptr;
             }
             for (CUevent ev : d.free_events) api.cuEventDestroy(ev);
+            if (d.copy_module != nullptr) api.cuModuleUnload(d.copy_module);
+            d.copy_module = nullptr;
+            d.copy_fn = nullptr;
+            d.copy_failed = false;
             d.free_events.clear();
             if (!d.outstanding.empty()) {
                 GP_WARN("device %d: %zu CUDA event(s) still in use at shutdown", d.props.ordinal,

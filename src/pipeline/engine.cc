@@ -3,6 +3,7 @@
 #include "engine_impl.hpp"
 
 #include "gdrpipe/cuda/context.hpp"
+#include "gdrpipe/cuda/copy_kernel_abi.h"
 #include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/log.hpp"
 #include "gdrpipe/pipeline/control.hpp"
@@ -73,9 +74,10 @@ PeerState *XferEngine::Impl::peer_state(wire::ShmPeer *peer) {
 
 void XferEngine::Impl::drop_peer(PeerState *ps, int status, const char *why) {
     unsigned n = 0;
+    if (!queued.empty()) flush_queued(); // nothing may stay queued for memory being dropped
     for (auto &x : xfers) {
         if (x->done || x->ps != ps) continue;
-        wait_tokens(x->toks);
+        wait_direct(x.get());
         x->pipe.abort_copies();
         finish(x.get(), status);
         x->ps = nullptr;
@@ -163,6 +165,7 @@ void XferEngine::Impl::check_peers(Clock::time_point now) {
 
 unsigned XferEngine::Impl::progress() {
     unsigned events = 0;
+    if (!queued.empty()) flush_queued();
     const auto now = Clock::now();
     check_peers(now);
     std::string why;
@@ -180,9 +183,9 @@ unsigned XferEngine::Impl::progress() {
         int r = 0;
         if (x->direct) {
             if (!x->toks.empty() && (blocked & stream_bit(x->toks.front())) != 0) continue;
-            r = poll_tokens(x->toks, &why);
+            r = poll_direct(x, &why);
             if (r < 0) r = -EIO;
-            if (r == 0) blocked |= stream_bit(x->toks.front());
+            if (r == 0 && !x->toks.empty()) blocked |= stream_bit(x->toks.front());
         } else {
             if (!x->ctrl_sent) {
                 r = staged_kickoff(x);
@@ -279,9 +282,10 @@ XferEngine::~XferEngine() {
             pos = nl + 1;
         }
     }
+    if (!m.queued.empty()) m.flush_queued();
     for (auto &x : m.xfers) {
         if (x->done) continue;
-        wait_tokens(x->toks);
+        m.wait_direct(x.get());
         x->pipe.abort_copies();
         m.finish(x.get(), -ECANCELED);
     }
@@ -303,6 +307,7 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
         GP_ERROR("xfer: remote key rejected: %s", why);
         return -EINVAL;
     }
+    if (m.queued.size() >= GP_COPY_BATCH_MAX) m.flush_queued(); // a round's launch is full
     auto x = std::make_unique<Xfer>();
     if (!classify(local, iovcnt, &x->mem)) return -EINVAL;
     x->len = x->mem.len;
@@ -380,7 +385,7 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
         }
         if (d == 0) m.st.fallbacks++;
     }
-    if (x->direct && x->toks.empty()) {
+    if (x->direct && x->toks.empty() && !x->queued) {
         m.finish(x.get(), 0); // copied synchronously: complete, no callback
         return 0;
     }
@@ -451,7 +456,7 @@ std::string format_stats(const XferStats &s) {
     std::snprintf(buf, sizeof(buf),
                   "xfer: direct=%llu (%llu B) staged=%llu (%llu B) cma=%llu (%llu B) "
                   "served=%llu (%llu B) failed=%llu fallbacks=%llu ctrl_dropped=%llu "
-                  "peers_failed=%llu",
+                  "peers_failed=%llu copy_batches=%llu (%llu transfers)",
                   static_cast<unsigned long long>(s.direct.xfers),
                   static_cast<unsigned long long>(s.direct.bytes),
                   static_cast<unsigned long long>(s.staged.xfers),
@@ -463,7 +468,9 @@ std::string format_stats(const XferStats &s) {
                   static_cast<unsigned long long>(s.failed),
                   static_cast<unsigned long long>(s.fallbacks),
                   static_cast<unsigned long long>(s.ctrl_dropped),
-                  static_cast<unsigned long long>(s.peers_failed));
+                  static_cast<unsigned long long>(s.peers_failed),
+                  static_cast<unsigned long long>(s.copy_batches),
+                  static_cast<unsigned long long>(s.batched));
     return buf;
 }
 

@@ -81,6 +81,18 @@ struct Pipe {
 
 struct PeerState;
 
+// One launch of the batched copy kernel: its transfers share its event.
+struct CopyBatch {
+    cuda::CopyToken tok;
+    int state = 0; // 0 in flight, 1 landed, -1 failed
+    std::string why;
+    // 1 landed, 0 in flight, -1 failed (why)
+    int poll();
+    // blocks until it landed or failed
+    void wait() noexcept;
+    ~CopyBatch() { wait(); }
+};
+
 struct Xfer {
     uint64_t id = 0;
     PeerState *ps = nullptr;
@@ -98,6 +110,10 @@ struct Xfer {
     // direct
     cache::RegionRef imp;
     Tokens toks;
+    bool queued = false;               // waiting for the round's batched launch
+    char *peer_ptr = nullptr;          // queued: the peer's memory, mapped here
+    int remote_dev = -1;
+    std::shared_ptr<CopyBatch> batch;  // copied by a batched launch
     // staged
     int ring = -1;
     bool ctrl_sent = false;
@@ -156,6 +172,9 @@ struct XferEngine::Impl {
     std::map<AttachKey, std::shared_ptr<StagingSegment>> attached;
     std::map<std::pair<pid_t, uint64_t>, Clock::time_point> req_checked;
     std::vector<std::unique_ptr<Xfer>> completed; // callbacks pending
+    unsigned round_depth = 0;          // begin_round() nesting
+    std::vector<Xfer *> queued;        // direct copies of this round (flush_queued)
+    bool batch_off = false;            // the kernel failed to load or launch
 
     PeerState *peer_state(wire::ShmPeer *peer);
     // A sampled transfer completed: into the pair's check; when that
@@ -175,6 +194,15 @@ struct XferEngine::Impl {
     // Issues the direct copies of `x` between its local memory and `ptr`.
     // Small single-buffer device transfers complete before this returns.
     cuda::Status copy_direct(Xfer *x, char *ptr, int remote_dev);
+    // Whether x's copy can wait for the round's batched launch.
+    bool can_queue(const Xfer *x, int remote_dev);
+    // Launches the queued copies (one kernel per device and up to
+    // GP_COPY_BATCH_MAX copies; a lone copy goes to the copy engine); a
+    // transfer whose launch fails is copied alone, else staged.
+    void flush_queued();
+    // 1 landed, 0 in flight, -1 failed (why): tokens or batch
+    int poll_direct(Xfer *x, std::string *why);
+    void wait_direct(Xfer *x) noexcept;
     bool liveness_due(Clock::time_point &last, Clock::time_point now);
     void check_peers(Clock::time_point now);
     void drop_requester(pid_t pid, uint64_t start);

@@ -205,6 +205,15 @@ int XferEngine::Impl::try_direct(Xfer *x) {
         }
         ptr = reinterpret_cast<char *>(imp->ptr + off);
     }
+    if (can_queue(x, remote_dev)) {
+        // launched with the round's other copies (copy_round.cc)
+        x->peer_ptr = ptr;
+        x->remote_dev = remote_dev;
+        x->queued = true;
+        x->direct = true;
+        queued.push_back(x);
+        return 1;
+    }
     cuda::Status s = copy_direct(x, ptr, remote_dev);
     if (!s.ok()) {
         // nothing is lost: what was issued completes, then the staged path redoes it all

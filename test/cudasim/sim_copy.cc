@@ -120,6 +120,29 @@ CUresult do_copy(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool per_th
   return CUDA_SUCCESS;
 }
 
+CUresult do_copy_batch(const gp_copy_desc_t* d, unsigned n, CUstream h, bool per_thread) {
+  Lock lk(g_mu);
+  Stream* s;
+  if (CUresult r = get_stream(h, per_thread, &s)) return r;
+  const int dev = s->ctx != nullptr ? s->ctx->dev : 0;
+  // a kernel reaches its own device's memory, a peer's with access enabled
+  // and pinned host memory; anything else is an illegal address on a GPU
+  auto reachable = [dev](const End& e) {
+    if (e.pageable) return false;
+    return !e.dev || e.ordinal == dev || peer_active(dev, e.ordinal);
+  };
+  std::vector<Op> ops;
+  for (unsigned i = 0; i < n; ++i) {
+    End de, se;
+    if (CUresult r = resolve(uintptr_t(d[i].dst), size_t(d[i].len), Want::Any, de)) return r;
+    if (CUresult r = resolve(uintptr_t(d[i].src), size_t(d[i].len), Want::Any, se)) return r;
+    if (!reachable(de) || !reachable(se)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+    if (d[i].len != 0) ops.push_back(copy_op(se, de, size_t(d[i].len), -1));
+  }
+  for (Op& op : ops) enqueue(s, std::move(op));
+  return CUDA_SUCCESS;
+}
+
 CUresult do_memset(uintptr_t dst, unsigned char v, size_t n, bool per_thread) {
   Lock lk(g_mu);
   Stream* s;

@@ -3,6 +3,7 @@
 // exported symbol under its real name (cuMemAlloc_v2, cuMemAlloc, *_ptsz).
 #pragma once
 #include <cuda.h>
+#include "gdrpipe/cuda/copy_kernel_abi.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -208,6 +209,9 @@ size_t round_span(size_t size, size_t* align);
 void destroy_alloc(Alloc* a);  // unmaps and erases from g->allocs
 void pool_trim(Pool* p, size_t keep);
 void trim_all_pools();
+
+// the batched copy kernel's copies (sim_kernel.cc), in stream order
+CUresult do_copy_batch(const gp_copy_desc_t* d, unsigned n, CUstream h, bool per_thread);
 
 // streams
 CUresult get_stream(CUstream h, bool per_thread, Stream** out);

@@ -78,6 +78,11 @@ public:
     CUresult acquire_event(int ordinal, CUevent *out);
     void release_event(int ordinal, CUevent ev) noexcept;
 
+    // The batched copy kernel (gp_copy_batch, copy_kernel.hpp) in the
+    // device's primary context, its module loaded on first use.
+    // CUDA_ERROR_NOT_SUPPORTED: built without it, or it failed to load
+    // (which is remembered until shutdown()).
+    CUresult copy_kernel(int ordinal, CUfunction *out);
     // Destroy streams and pooled events, release primary contexts. Events
     // still outstanding are forgotten (a warning is logged) and are not
     // pooled again when released.

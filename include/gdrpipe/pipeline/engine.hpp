@@ -35,6 +35,8 @@ struct XferStats {
     uint64_t ctrl_dropped = 0; // malformed / unusable control messages
     uint64_t peers_failed = 0;
     uint64_t segments_renewed = 0; // requester: all staging rings of a peer aborted
+    uint64_t copy_batches = 0;     // direct copies queued together: kernel launches
+    uint64_t batched = 0;          // direct transfers copied by them
 };
 
 // The effective configuration (defaults filled in, bounds applied).
@@ -49,6 +51,14 @@ public:
     ~XferEngine();
     XferEngine(const XferEngine &) = delete;
     XferEngine &operator=(const XferEngine &) = delete;
+
+    // A round of calls (the interface's progress): direct device copies
+    // started inside it are queued and launched together when it ends, or at
+    // the next progress(), with one batched copy kernel per device
+    // (cuda/copy_kernel.hpp). Rounds nest; outside one each copy is queued
+    // on the copy engine at once.
+    void begin_round() noexcept;
+    void end_round();
 
     // 0 complete, 1 in progress (cb later from progress()), <0 error (-errno)
     int start(wire::ShmPeer *peer, bool is_get, const struct iovec *local, size_t iovcnt,
