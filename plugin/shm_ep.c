@@ -268,7 +268,7 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         return UCS_ERR_NO_RESOURCE;
     }
     n = gdrpipe_shm_to_iovec(iov, iovcnt, local);
-    if (ucs_unlikely(ep->pid == getpid()) &&
+    if (ucs_unlikely(ep->pid == gp_self_pid()) &&
         !gp_mem_is_registered((void*)remote_addr, uct_iov_total_length(iov, iovcnt))) {
         /* an endpoint to this process (an address naming our own pid): it
          * may only reach memory registered here, as a peer's would */

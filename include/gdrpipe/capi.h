@@ -82,6 +82,10 @@ typedef struct gp_mem_info {
 
 /* Loads the driver (once); 1 when CUDA can be used, else 0 and why. */
 int gp_cuda_available(void);
+
+/* This process's pid, cached (renewed in a forked child): getpid() is a
+ * system call per use. */
+pid_t gp_self_pid(void);
 const char *gp_cuda_why_not(void);
 int gp_cuda_device_count(void);
 /* 0 and *info filled for any pointer (host too); <0 on a driver error */

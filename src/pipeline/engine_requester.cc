@@ -2,6 +2,8 @@
 // rule), the direct copy, the staged pipeline's requester, completion.
 #include "engine_impl.hpp"
 
+#include "gdrpipe/self_pid.hpp"
+
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/log.hpp"
@@ -143,7 +145,7 @@ int XferEngine::Impl::try_direct(Xfer *x) {
         return 0;
     }
     if (!cuda::driver().available()) return 0;
-    const bool loopback = x->rkey.pid == ::getpid();
+    const bool loopback = x->rkey.pid == self_pid();
     int remote_dev = loopback ? x->rkey.device : device_by_uuid(x->rkey.dev_uuid);
     if (remote_dev < 0) {
         GP_DEBUG("xfer %llu: peer device not visible here: staged",
@@ -251,7 +253,7 @@ PairUse *XferEngine::Impl::pair_for(Xfer *x) {
     // -1: pageable/host local memory; mixed host and device: no pair
     const int local = x->mem.all_host ? -1 : x->mem.dev;
     if (local < 0 && !x->mem.all_host) return nullptr;
-    const bool loopback = x->rkey.pid == ::getpid();
+    const bool loopback = x->rkey.pid == self_pid();
     const int remote = loopback ? x->rkey.device : device_by_uuid(x->rkey.dev_uuid);
     if (remote < 0) return nullptr; // not visible here: the direct path falls back
     // device pairs are keyed local -> remote whatever the direction (the
