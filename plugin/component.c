@@ -155,6 +155,13 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "faster on the H200 pair (8 B peer copy 8.1 us against 13.0 us).",
      ucs_offsetof(gdrpipe_iface_config_t, sync_copy_max), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"COPY_KERNEL", "y",
+     "Direct-path device copies started in one progress call go in one launch\n"
+     "of a batched copy kernel per device (up to 128 copies), which runs on the\n"
+     "GPU's SMs beside the application's kernels. n: each copy on the copy\n"
+     "engine (about 5 us of CPU each to queue on the H200 machines).",
+     ucs_offsetof(gdrpipe_iface_config_t, copy_kernel), UCS_CONFIG_TYPE_BOOL},
+
     {"RCACHE_MAX_REGIONS", "4096",
      "Bound of each pinned-region cache (IPC exports, imports) in regions.",
      ucs_offsetof(gdrpipe_iface_config_t, cache_max_regions), UCS_CONFIG_TYPE_UINT},

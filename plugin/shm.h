@@ -36,13 +36,13 @@ typedef struct gdrpipe_shm_iface {
     ucs_list_link_t   pending_eps;   /* endpoints with queued requests */
     void              *scratch;      /* bounce for put/get bcopy */
     gp_xfer_engine_t  *xfer;         /* GPU data paths (NULL without CUDA) */
-    unsigned          progressing;   /* inside iface progress (nesting depth) */
-    int               round_open;    /* a round of the engine is open (gdrpipe_shm_xfer_start) */
     ucs_queue_head_t  flush_q;       /* flush completions waiting for transfers */
     int               eager_zcopy;   /* AM zcopy offered (UCX_GDRPIPE_EAGER_ZCOPY) */
     int               stats;         /* UCX_GDRPIPE_STATS */
     gdrpipe_shm_eager_t eager;       /* device-memory AM zcopy in flight */
     gdrpipe_shm_tag_t   tag;         /* tag matching (shm_tag.c) */
+    unsigned          progressing;   /* inside iface progress (nesting depth) */
+    int               round_open;    /* a round of the engine is open (gdrpipe_shm_xfer_start) */
 } gdrpipe_shm_iface_t;
 
 typedef struct gdrpipe_shm_flush {

@@ -314,7 +314,8 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
             .calib_wait_s      = config->calib.wait,
             .calib_max_size    = config->calib_max_size,
             .calib_online      = config->calib_online,
-            .sync_copy_max     = config->sync_copy_max
+            .sync_copy_max     = config->sync_copy_max,
+            .no_copy_kernel    = !config->copy_kernel
         };
         self->xfer = gp_xfer_engine_create(self->core, &xcfg, err, sizeof(err));
         if (self->xfer == NULL) {

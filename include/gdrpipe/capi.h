@@ -167,6 +167,8 @@ typedef struct gp_xfer_config {
                                  through the peer (online_check.hpp); 0: off */
     size_t sync_copy_max;     /* direct copies up to this size use the driver's
                                  synchronous copy (0: never) */
+    int no_copy_kernel;       /* 1: no batched copy kernel, every direct copy on the
+                                 copy engine (gp_xfer_round_begin) */
 } gp_xfer_config_t;
 
 /* Registration of local memory for peers (process-wide, cached): fills the

@@ -52,6 +52,7 @@ pl::XferConfig to_core(const gp_xfer_config_t *c) {
     x.calib_max_size = c->calib_max_size;
     x.calib_online = c->calib_online;
     x.sync_copy_max = c->sync_copy_max;
+    x.copy_kernel = c->no_copy_kernel == 0;
     return x;
 }
 } // namespace

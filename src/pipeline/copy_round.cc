@@ -45,7 +45,8 @@ void XferEngine::end_round() {
 }
 
 bool XferEngine::Impl::can_queue(const Xfer *x, int remote_dev) {
-    if (round_depth == 0 || batch_off || !cuda::copy_kernel_built()) return false;
+    if (round_depth == 0 || batch_off || !cfg.copy_kernel || !cuda::copy_kernel_built())
+        return false;
     const int dev = x->mem.dev;
     if (dev < 0 || x->mem.segs.empty() || x->mem.segs.size() > GP_COPY_BATCH_MAX) return false;
     if (x->len <= cfg.sync_copy_max) return false; // the synchronous copy of copy_direct

@@ -33,6 +33,7 @@ struct XferConfig {
     size_t calib_max_size = 0;
     unsigned calib_online = 0;    // transfers per path checked through the peer; 0: off
     size_t sync_copy_max = 0;     // direct copies up to this size are synchronous
+    bool copy_kernel = true;      // a round's direct copies in one batched kernel launch
 };
 
 // a transfer's completion: status 0 or -errno

@@ -120,6 +120,25 @@ TEST_CASE("a round's device copies go in one launch per device", "[pipeline][sim
     REQUIRE(run_pair(a, b, 90) == "");
 }
 
+TEST_CASE("COPY_KERNEL=n: a round's copies go one by one", "[pipeline][sim][round]") {
+    SKIP_WITHOUT_SIM();
+    auto a = [](Node &n) -> int {
+        gp_xfer_config_t c = config(GP_PATH_DIRECT);
+        c.no_copy_kernel = 1;
+        if (int rc = node_setup(n, {c})) return rc;
+        gdrpipe::pipeline::XferStats s0, s1;
+        const std::vector<Slot> devs = {{kDev0, 4096, 0}, {kDev0, 70000, 1}, {kDev0, 5, 0}};
+        if (int rc = round_trip(n, devs, 30, &s0, &s1)) return rc;
+        PT_CHECK(s1.direct.xfers - s0.direct.xfers == 6);
+        PT_CHECK(s1.copy_batches == 0 && s1.batched == 0);
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
+    REQUIRE(run_pair(a, b, 60) == "");
+}
+
 TEST_CASE("a device without the copy kernel copies a round one by one", "[pipeline][sim][round]") {
     SKIP_WITHOUT_SIM();
     auto a = [](Node &n) -> int {
