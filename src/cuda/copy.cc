@@ -95,25 +95,29 @@ Status run(void *dst, const void *src, std::size_t len, const CopyOptions &opt,
         if (r != CUDA_SUCCESS) return failure(r, "cuStreamSynchronize", device);
         return {};
     }
+    return track(device, opt.slot, stream, token, dm);
+}
+
+} // namespace
+
+Status track(int device, unsigned slot, CUstream stream, CopyToken *token, DeviceManager &dm) {
     CUevent ev = nullptr;
-    r = dm.acquire_event(device, &ev);
+    CUresult r = dm.acquire_event(device, &ev);
     if (r == CUDA_SUCCESS) {
-        r = api.cuEventRecord(ev, stream);
+        r = dm.drv().api().cuEventRecord(ev, stream);
         if (r == CUDA_SUCCESS) {
             token->device = device;
-            token->slot = opt.slot;
+            token->slot = slot;
             token->event = ev;
             return {};
         }
         dm.release_event(device, ev);
     }
-    // the copy is queued but cannot be tracked: wait for it here
+    // the work is queued but cannot be tracked: wait for it here
     Status fail = failure(r, ev == nullptr ? "cuEventCreate" : "cuEventRecord", device);
-    api.cuStreamSynchronize(stream);
+    dm.drv().api().cuStreamSynchronize(stream);
     return fail;
 }
-
-} // namespace
 
 Status copy(void *dst, const void *src, std::size_t len, CopyOptions opt, DeviceManager &dm) {
     return run(dst, src, len, opt, dm, nullptr);

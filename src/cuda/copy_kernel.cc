@@ -41,22 +41,7 @@ Status copy_batch(int device, unsigned slot, const gp_copy_desc_t *d, std::size_
                       device);
         return Status{r, what + describe(r)};
     }
-    CUevent ev = nullptr;
-    r = dm.acquire_event(device, &ev);
-    if (r == CUDA_SUCCESS) {
-        r = api.cuEventRecord(ev, stream);
-        if (r == CUDA_SUCCESS) {
-            token->device = device;
-            token->slot = slot;
-            token->event = ev;
-            return {};
-        }
-        dm.release_event(device, ev);
-    }
-    // launched but not trackable: wait for it here
-    Status fail{r, "cuEventRecord after the copy batch: " + describe(r)};
-    api.cuStreamSynchronize(stream);
-    return fail;
+    return track(device, slot, stream, token, dm);
 }
 
 } // namespace gdrpipe::cuda

@@ -58,6 +58,12 @@ struct CopyToken {
 Status copy_async(void *dst, const void *src, std::size_t len, CopyToken *token,
                   CopyOptions opt = {}, DeviceManager &dm = devices());
 
+// An event recorded on `stream` (of `device`'s stream `slot`) into *token,
+// after the work queued there so far; if it cannot be recorded, waits for
+// the stream and returns why.
+Status track(int device, unsigned slot, CUstream stream, CopyToken *token,
+             DeviceManager &dm = devices());
+
 enum class PollResult { done, pending, error };
 
 // Check a token without blocking. On done or error the event returns to the
