@@ -77,14 +77,9 @@ void XferEngine::Impl::flush_queued() {
     // the transfer whose batched launch failed: alone on the copy engine,
     // else (as a failed direct copy in try_direct) staged
     auto alone = [this](Xfer *x) {
-        cuda::Status s = copy_direct(x, x->peer_ptr, x->remote_dev);
-        if (s.ok()) return;
-        wait_tokens(x->toks);
-        x->imp.reset();
+        if (issue_direct(x, x->peer_ptr, x->remote_dev)) return;
         x->direct = false;
         st.fallbacks++;
-        GP_DEBUG("xfer %llu: direct copy failed (%s): staged",
-                 static_cast<unsigned long long>(x->id), s.message.c_str());
         const int r = staged_kickoff(x);
         if (r < 0) finish(x, r);
     };

@@ -194,6 +194,9 @@ struct XferEngine::Impl {
     // Issues the direct copies of `x` between its local memory and `ptr`.
     // Small single-buffer device transfers complete before this returns.
     cuda::Status copy_direct(Xfer *x, char *ptr, int remote_dev);
+    // copy_direct(); when it fails, waits for what it issued and drops the
+    // import (the caller falls back to staged): false
+    bool issue_direct(Xfer *x, char *ptr, int remote_dev);
     // Whether x's copy can wait for the round's batched launch.
     bool can_queue(const Xfer *x, int remote_dev);
     // Launches the queued copies (one kernel per device and up to

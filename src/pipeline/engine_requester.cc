@@ -216,17 +216,20 @@ int XferEngine::Impl::try_direct(Xfer *x) {
         queued.push_back(x);
         return 1;
     }
-    cuda::Status s = copy_direct(x, ptr, remote_dev);
-    if (!s.ok()) {
-        // nothing is lost: what was issued completes, then the staged path redoes it all
-        wait_tokens(x->toks);
-        x->imp.reset();
-        GP_DEBUG("xfer %llu: direct copy failed (%s): staged",
-                 static_cast<unsigned long long>(x->id), s.message.c_str());
-        return 0;
-    }
+    if (!issue_direct(x, ptr, remote_dev)) return 0;
     x->direct = true;
     return 1;
+}
+
+bool XferEngine::Impl::issue_direct(Xfer *x, char *ptr, int remote_dev) {
+    cuda::Status s = copy_direct(x, ptr, remote_dev);
+    if (s.ok()) return true;
+    // nothing is lost: what was issued completes, then the staged path redoes it all
+    wait_tokens(x->toks);
+    x->imp.reset();
+    GP_DEBUG("xfer %llu: direct copy failed (%s): staged", static_cast<unsigned long long>(x->id),
+             s.message.c_str());
+    return false;
 }
 
 cuda::Status XferEngine::Impl::copy_direct(Xfer *x, char *ptr, int remote_dev) {
