@@ -120,34 +120,19 @@ TEST_CASE("a round's device copies go in one launch per device", "[pipeline][sim
     REQUIRE(run_pair(a, b, 90) == "");
 }
 
-TEST_CASE("COPY_KERNEL=n: a round's copies go one by one", "[pipeline][sim][round]") {
-    SKIP_WITHOUT_SIM();
-    auto a = [](Node &n) -> int {
-        gp_xfer_config_t c = config(GP_PATH_DIRECT);
-        c.no_copy_kernel = 1;
+namespace {
+
+// A round of gets and puts over `slots` with engine config `c` (each local
+// buffer its own device copy, on device 0 or 1) must copy one by one: no
+// launch, no fallback, no failure, data checked by round_trip().
+std::string one_by_one(gp_xfer_config_t c, const std::vector<Slot> &slots, uint64_t seed,
+                       bool no_kernels) {
+    auto a = [=](Node &n) -> int {
+        if (no_kernels) ::setenv("GDRPIPE_SIM_NO_KERNELS", "1", 1); // every module load fails here
         if (int rc = node_setup(n, {c})) return rc;
         gdrpipe::pipeline::XferStats s0, s1;
-        const std::vector<Slot> devs = {{kDev0, 4096, 0}, {kDev0, 70000, 1}, {kDev0, 5, 0}};
-        if (int rc = round_trip(n, devs, 30, &s0, &s1)) return rc;
-        PT_CHECK(s1.direct.xfers - s0.direct.xfers == 6);
-        PT_CHECK(s1.copy_batches == 0 && s1.batched == 0);
-        PT_CHECK(quit(n));
-        node_teardown(n);
-        return 0;
-    };
-    auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
-    REQUIRE(run_pair(a, b, 60) == "");
-}
-
-TEST_CASE("a device without the copy kernel copies a round one by one", "[pipeline][sim][round]") {
-    SKIP_WITHOUT_SIM();
-    auto a = [](Node &n) -> int {
-        ::setenv("GDRPIPE_SIM_NO_KERNELS", "1", 1); // every module load fails here
-        if (int rc = node_setup(n, {config(GP_PATH_DIRECT)})) return rc;
-        gdrpipe::pipeline::XferStats s0, s1;
-        const std::vector<Slot> devs = {{kDev0, 4096, 0}, {kDev0, 70000, 1}, {kDev1, 33, 2}};
-        if (int rc = round_trip(n, devs, 20, &s0, &s1)) return rc;
-        PT_CHECK(s1.direct.xfers - s0.direct.xfers == 6);
+        if (int rc = round_trip(n, slots, seed, &s0, &s1)) return rc;
+        PT_CHECK(s1.direct.xfers - s0.direct.xfers == 2 * slots.size());
         PT_CHECK(s1.copy_batches == 0 && s1.batched == 0);
         PT_CHECK(s1.fallbacks == s0.fallbacks && s1.failed == 0);
         PT_CHECK(quit(n));
@@ -155,5 +140,20 @@ TEST_CASE("a device without the copy kernel copies a round one by one", "[pipeli
         return 0;
     };
     auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
-    REQUIRE(run_pair(a, b, 60) == "");
+    return run_pair(a, b, 60);
+}
+
+} // namespace
+
+TEST_CASE("COPY_KERNEL=n: a round's copies go one by one", "[pipeline][sim][round]") {
+    SKIP_WITHOUT_SIM();
+    gp_xfer_config_t c = config(GP_PATH_DIRECT);
+    c.no_copy_kernel = 1;
+    REQUIRE(one_by_one(c, {{kDev0, 4096, 0}, {kDev0, 70000, 1}, {kDev0, 5, 0}}, 30, false) == "");
+}
+
+TEST_CASE("a device without the copy kernel copies a round one by one", "[pipeline][sim][round]") {
+    SKIP_WITHOUT_SIM();
+    REQUIRE(one_by_one(config(GP_PATH_DIRECT), {{kDev0, 4096, 0}, {kDev0, 70000, 1}, {kDev1, 33, 2}},
+                       20, true) == "");
 }
