@@ -267,9 +267,21 @@ ucs_status_t gdrpipe_shm_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t ta
 {
     gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
     gdrpipe_shm_tag_t *t       = gdrpipe_tag_of(iface);
+    const gdrpipe_memh_t *memh;
     gdrpipe_shm_tag_posted_t *p;
 
     if ((iovcnt != 1) || !t->enabled) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    /* Host receives stay with UCP: posted, a host message would be copied
+     * twice (into UCP's bounce buffer, then out of it) and completed through
+     * the offload callbacks; unposted, it arrives as UCP's unexpected eager
+     * and is copied once, as on the active-message path. UCP keeps the
+     * receive in software and, for MPI's order, every later receive of the
+     * same tag queue with it. */
+    memh = iov[0].memh;
+    if ((memh == UCT_MEM_HANDLE_NULL) || (memh->rkey.kind == GP_RKEY_HOST)) {
+        ++t->host_declined;
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (t->nposted == GDRPIPE_TAG_MAX_POSTED) {
@@ -868,8 +880,8 @@ void gdrpipe_shm_tag_log_stats(const gdrpipe_shm_iface_t *iface)
     const gdrpipe_shm_tag_t *t = &iface->tag;
 
     ucs_info("gdrpipe: tag matching: matched=%lu unexpected=%lu by-reference=%lu "
-             "inline=%lu truncated=%lu", t->matched, t->unexpected, t->by_ref,
-             t->inline_sent, t->truncated);
+             "inline=%lu truncated=%lu host-receives-declined=%lu", t->matched, t->unexpected,
+             t->by_ref, t->inline_sent, t->truncated, t->host_declined);
 }
 
 /* ---------------------------------------------------------------- sends -- */

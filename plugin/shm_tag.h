@@ -59,6 +59,7 @@ typedef struct gdrpipe_shm_tag {
     uint64_t                  progress_calls;
     /* counters (UCX_GDRPIPE_STATS) */
     uint64_t                  matched, unexpected, by_ref, inline_sent, truncated;
+    uint64_t                  host_declined; /* host receives left to UCP */
 } gdrpipe_shm_tag_t;
 
 struct gdrpipe_shm_iface;

@@ -92,6 +92,14 @@ int main(int argc, char **argv) {
         if (gp_mem_register(p0, 4096, 1, &rk, &reg, err, sizeof(err)) == 0)
             gp_mem_deregister(reg);
     }));
+    std::vector<char> host(size_t(64) << 10);
+    rows.push_back(measure("gp_mem_register+deregister (64 KiB host)", n, [&] {
+        gp_rkey_t rk;
+        void *reg = nullptr;
+        char err[128];
+        if (gp_mem_register(host.data(), host.size(), 1, &rk, &reg, err, sizeof(err)) == 0)
+            gp_mem_deregister(reg);
+    }));
     rows.push_back(measure("ScopedContext (already current)", n, [&] { cuda::ScopedContext s(dm, 0); }));
     rows.push_back(measure("ScopedContext (push+pop)", n, [&] {
         api.cuCtxSetCurrent(nullptr);
