@@ -29,6 +29,18 @@ ucs_config_field_t gdrpipe_md_config_table[] = {
      "n: all pool memory goes through the staged pipeline.",
      ucs_offsetof(gdrpipe_md_config_t, pool_ipc), UCS_CONFIG_TYPE_BOOL},
 
+    {"DEVICE_RNDV_THRESH", "2",
+     "UCP protocol v1 tag sends of device memory of this size or more go by rendezvous\n"
+     "(through gdrpipe's direct or staged path, one copy), whatever UCX_RNDV_THRESH says\n"
+     "for host memory. inf: device sends follow UCP's own thresholds (below them UCP\n"
+     "packs each message through the copy device, and the receiver unpacks it).\n"
+     "Default 2: a 1-byte message (an acknowledgement, a flag) stays eager; with two\n"
+     "ranks on one GPU, osu_bw's 1-byte acknowledgement by rendezvous halved its\n"
+     "rate from 16 KiB to 4 MiB (auto: the default). Applies to endpoints whose\n"
+     "rendezvous goes through gdrpipe, to contiguous buffers; needs the plugin\n"
+     "preloaded (gdrpipe-run does).",
+     ucs_offsetof(gdrpipe_md_config_t, device_rndv_thresh), UCS_CONFIG_TYPE_MEMUNITS},
+
     {NULL}
 };
 

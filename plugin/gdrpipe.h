@@ -33,6 +33,7 @@ typedef struct gdrpipe_md_config {
     uct_md_config_t super;
     char            *cuda_lib;
     int             pool_ipc;  /* export stream-ordered pool memory for the direct path */
+    size_t          device_rndv_thresh; /* device tag sends by rendezvous from here */
 } gdrpipe_md_config_t;
 
 typedef struct gdrpipe_md {
@@ -74,6 +75,13 @@ typedef struct gdrpipe_memh {
 } gdrpipe_memh_t;
 
 extern uct_component_t gdrpipe_component;
+
+/* memhooks.c: bumped at every allocation and free the hooks see */
+extern uint64_t gdrpipe_memhooks_generation;
+
+/* ucp_send.c: device tag sends by rendezvous (SIZE_MAX: off) */
+void gdrpipe_send_configure(size_t device_rndv_thresh);
+uint64_t gdrpipe_send_device_count(void);
 extern ucs_config_field_t gdrpipe_md_config_table[];
 extern ucs_config_field_t gdrpipe_iface_config_table[];
 

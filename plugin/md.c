@@ -263,6 +263,8 @@ ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
     md->host_id         = gdrpipe_host_id();
     if (kind == GDRPIPE_MD_WIRE) {
         gp_set_pool_ipc(ucs_derived_of(config, gdrpipe_md_config_t)->pool_ipc);
+        gdrpipe_send_configure(
+                ucs_derived_of(config, gdrpipe_md_config_t)->device_rndv_thresh);
     }
     pthread_mutex_lock(&gdrpipe_md_lock);
     ++gdrpipe_md_count;

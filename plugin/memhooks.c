@@ -21,10 +21,17 @@ static ucs_memory_type_t gdrpipe_memhooks_type(int kind)
     }
 }
 
+/* changes at every allocation or free the hooks see (starts at 1: 0 is
+ * never current), so that what was learnt of an address can be kept until
+ * then (plugin/ucp_send.c) */
+uint64_t gdrpipe_memhooks_generation = 1;
+
 static void gdrpipe_memhooks_event(void *arg, int is_free, uint64_t address,
                                    size_t length, int kind)
 {
     ucm_event_t event;
+
+    __atomic_fetch_add(&gdrpipe_memhooks_generation, 1, __ATOMIC_RELEASE);
 
     if ((kind == GP_HOOK_HOST_PINNED) && !is_free) {
         return;   /* host memory: UCX treats it as host anyway */

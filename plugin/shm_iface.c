@@ -356,6 +356,10 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
     if (self->stats && self->tag.enabled) {
         gdrpipe_shm_tag_log_stats(self);
     }
+    if (self->stats) {
+        ucs_info("gdrpipe: device tag sends by rendezvous (DEVICE_RNDV_THRESH): %lu",
+                 (unsigned long)gdrpipe_send_device_count());
+    }
     gdrpipe_shm_tag_cleanup(self);
     gdrpipe_shm_eager_cleanup(self);
     if (self->xfer != NULL) {

@@ -8,6 +8,11 @@
 #                                   asynchronously, none failed
 #   expect-path.sh tag-ref CMD...  tagged messages matched in the wire and
 #                                   some sent by reference (device memory)
+#   expect-path.sh tag-ref-host CMD...  the same, and some host receives left
+#                                   to UCP (not posted to the wire)
+#   expect-path.sh device-rndv CMD...  some device tag sends given the device
+#                                   rendezvous threshold (plugin/ucp_send.c)
+#   expect-path.sh no-device-rndv CMD...  none (host buffers only)
 # The client's own exit status comes first (data verification).
 set -u
 want=$1
@@ -29,15 +34,30 @@ if [ "$want" = eager-zcopy ]; then
     [ "$async" -gt 0 ] && [ "$failed" -eq 0 ]
     exit
 fi
-if [ "$want" = tag-ref ]; then
+case $want in
+device-rndv | no-device-rndv)
+    # "device tag sends by rendezvous (DEVICE_RNDV_THRESH): N", one per interface
+    lines=$(grep -o 'device tag sends by rendezvous (DEVICE_RNDV_THRESH): [0-9]*' "$log")
+    [ -n "$lines" ] || { echo "expect-path: no device rendezvous counter lines"; exit 1; }
+    n=0
+    for c in $(printf '%s\n' "$lines" | sed 's/.*: //'); do n=$((n + c)); done
+    echo "expect-path: device tag sends by rendezvous=$n (want $want)"
+    if [ "$want" = device-rndv ]; then [ "$n" -gt 0 ]; else [ "$n" -eq 0 ]; fi
+    exit
+    ;;
+esac
+if [ "$want" = tag-ref ] || [ "$want" = tag-ref-host ]; then
     # "tag matching: matched=N unexpected=N by-reference=N inline=N truncated=N"
-    lines=$(grep -o 'tag matching: matched=[0-9]* .*truncated=[0-9]*' "$log")
+    lines=$(grep -o 'tag matching: matched=[0-9]* .*truncated=[0-9]*.*' "$log")
     [ -n "$lines" ] || { echo "expect-path: no tag matching counter lines"; exit 1; }
     sum() { s=0; for n in $(printf '%s\n' "$lines" | sed "s/.* $1=\([0-9]*\).*/\1/"); do s=$((s + n)); done; echo $s; }
     matched=$(sum matched)
     byref=$(sum by-reference)
-    echo "expect-path: tag matching matched=$matched by-reference=$byref (want tag-ref)"
-    [ "$matched" -gt 0 ] && [ "$byref" -gt 0 ]
+    declined=$(sum host-receives-declined)
+    echo "expect-path: tag matching matched=$matched by-reference=$byref" \
+        "host-receives-declined=$declined (want $want)"
+    [ "$matched" -gt 0 ] && [ "$byref" -gt 0 ] || exit 1
+    [ "$want" = tag-ref ] || [ "$declined" -gt 0 ]
     exit
 fi
 # engine counter lines: "xfer: direct=N (B) staged=N (B) ... fallbacks=N ..."

@@ -1,0 +1,257 @@
+/* Device sends by rendezvous: a rendezvous threshold for device memory in
+ * UCP 1.13's protocol v1 tag sends, which has one threshold for every memory
+ * type (ucp_request_param_rndv_thresh: non-blocking host sends and all device
+ * sends share the "remote" one).
+ *
+ * Below its threshold v1 sends a device message eagerly: the sender packs it
+ * to host memory through the copy device and the receiver unpacks it the same
+ * way, two device copies by two processes. By rendezvous the receiver's or
+ * the sender's wire moves it once, on gdrpipe's direct path (or staged, by the
+ * measured crossover). Lowering UCX_RNDV_THRESH for that would send host
+ * messages by rendezvous too.
+ *
+ * The plugin is preloaded (gdrpipe-run), so these definitions of UCP's tag
+ * send calls come before libucp's. For a device buffer on an endpoint whose
+ * rendezvous goes through gdrpipe, the call runs with the endpoint
+ * configuration's rendezvous thresholds set to UCX_GDRPIPE_DEVICE_RNDV_THRESH,
+ * under the worker's lock, and put back; every other call goes straight to
+ * UCP. UCP reads the thresholds only when it chooses the protocol, inside
+ * that call. Protocol v2 (UCX_PROTO_ENABLE=y) chooses per memory type itself
+ * and is left alone. */
+#include "gdrpipe.h"
+#include "rdma.h"
+
+#include <ucp/core/ucp_ep.h>
+#include <ucp/core/ucp_ep.inl>
+#include <ucp/core/ucp_worker.h>
+#include <ucp/core/ucp_context.h>
+#include <ucs/memory/memtype_cache.h>
+#include <uct/base/uct_md.h>
+#include <dlfcn.h>
+
+#define GDRPIPE_SEND_OFF SIZE_MAX
+
+/* UCX_GDRPIPE_DEVICE_RNDV_THRESH once a wire memory domain is open; until
+ * then (gdrpipe not in use) every call goes straight to UCP */
+static size_t gdrpipe_send_device_thresh = GDRPIPE_SEND_OFF;
+static uint64_t gdrpipe_send_count; /* device sends given the threshold */
+
+void gdrpipe_send_configure(size_t device_rndv_thresh)
+{
+    /* auto: the default */
+    gdrpipe_send_device_thresh = (device_rndv_thresh == UCS_MEMUNITS_AUTO) ? 2 :
+                                 device_rndv_thresh;
+}
+
+uint64_t gdrpipe_send_device_count(void)
+{
+    return __atomic_load_n(&gdrpipe_send_count, __ATOMIC_RELAXED);
+}
+
+static void *gdrpipe_send_next(const char *name)
+{
+    void *fn = dlsym(RTLD_NEXT, name);
+
+    if (fn == NULL) {
+        ucs_fatal("gdrpipe: %s not found after the plugin: %s", name, dlerror());
+    }
+    return fn;
+}
+
+/* The last answer of this thread, kept until the hooks see an allocation
+ * or a free: a program sends from the same buffers again and again, and
+ * UCX's memory-type cache takes a lock per lookup. A host send of a program
+ * that has device memory pays about 26 instructions here (callgrind; about
+ * 90 with a lookup each time). */
+typedef struct {
+    uintptr_t lo, hi;   /* the range the answer holds for */
+    uint64_t  gen;      /* gdrpipe_memhooks_generation then; 0: none */
+    int       device;
+} gdrpipe_send_last_t;
+
+/* initial-exec: the plugin is preloaded (a library loaded later gets this
+ * from glibc's reserve of static TLS); the default model costs a call to
+ * __tls_get_addr per send */
+static __thread gdrpipe_send_last_t gdrpipe_send_last
+        __attribute__((tls_model("initial-exec")));
+
+static int gdrpipe_send_remember(uintptr_t lo, uintptr_t hi, uint64_t gen, int device)
+{
+    gdrpipe_send_last.lo     = lo;
+    gdrpipe_send_last.hi     = hi;
+    gdrpipe_send_last.gen    = gen;
+    gdrpipe_send_last.device = device;
+    return device;
+}
+
+/* what UCX's memory-type cache (else the driver) says of a buffer that the
+ * last answer does not cover */
+static UCS_F_NOINLINE int gdrpipe_send_classify(const void *buffer, uint64_t gen)
+{
+    const uintptr_t a    = (uintptr_t)buffer;
+    const uintptr_t page = a & ~(uintptr_t)4095;
+    ucs_memory_info_t info;
+    gp_mem_info_t mi;
+    ucs_status_t status;
+
+    status = ucs_memtype_cache_lookup(buffer, 1, &info);
+    if (status == UCS_ERR_NO_ELEM) {
+        return gdrpipe_send_remember(page, page + 4096, gen, 0);
+    }
+    if ((status == UCS_OK) && (info.type != UCS_MEMORY_TYPE_UNKNOWN)) {
+        return gdrpipe_send_remember((uintptr_t)info.base_address,
+                                     (uintptr_t)info.base_address + info.alloc_length, gen,
+                                     !UCP_MEM_IS_HOST(info.type));
+    }
+    /* no memory-type cache (incomplete hooks: events may be missing, so
+     * nothing is kept) or an unknown range */
+    return (gp_cuda_mem_query(buffer, &mi) == 0) && (mi.kind != GP_MEM_HOST);
+}
+
+/* whether a buffer is device memory, as UCP would find it: inline, on every
+ * send, what host messages pay is a few loads and compares */
+static UCS_F_ALWAYS_INLINE int
+gdrpipe_send_is_device(const void *buffer, const ucp_request_param_t *param)
+{
+    const uintptr_t a = (uintptr_t)buffer;
+    uint64_t gen;
+
+    if ((param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) &&
+        (param->memory_type != UCS_MEMORY_TYPE_UNKNOWN)) {
+        return !UCP_MEM_IS_HOST(param->memory_type);
+    }
+    if ((buffer == NULL) || ucs_memtype_cache_is_empty()) {
+        return 0; /* no device memory known to UCX at all */
+    }
+    /* read before the lookup: an event in between makes the answer stale */
+    gen = __atomic_load_n(&gdrpipe_memhooks_generation, __ATOMIC_ACQUIRE);
+    if ((gdrpipe_send_last.gen == gen) && (a >= gdrpipe_send_last.lo) &&
+        (a < gdrpipe_send_last.hi)) {
+        return gdrpipe_send_last.device;
+    }
+    return gdrpipe_send_classify(buffer, gen);
+}
+
+/* whether the endpoint's rendezvous goes through one of gdrpipe's
+ * transports (its first bandwidth lane) */
+static int gdrpipe_send_rndv_is_ours(ucp_ep_h ep, ucp_ep_config_t *config)
+{
+    ucp_context_h context = ep->worker->context;
+    ucp_lane_index_t lane = config->key.rma_bw_lanes[0];
+    const uct_md_t *md;
+
+    if (lane == UCP_NULL_LANE) {
+        return 0;
+    }
+    md = (const uct_md_t*)context->tl_mds[config->md_index[lane]].md;
+    return (md->component == &gdrpipe_component) ||
+           (md->component == &gdrpipe_rdma_component);
+}
+
+typedef struct {
+    ucp_worker_h      worker;
+    ucp_ep_config_t   *config;
+    ucp_rndv_thresh_t rma, am;
+} gdrpipe_send_saved_t;
+
+/* The device-buffer part of gdrpipe_send_begin. */
+static UCS_F_NOINLINE int gdrpipe_send_begin_device(ucp_ep_h ep, size_t thresh,
+                                                    gdrpipe_send_saved_t *s)
+{
+    if ((ep == NULL) || (ep->cfg_index == UCP_WORKER_CFG_INDEX_NULL) ||
+        ep->worker->context->config.ext.proto_enable) {
+        return 0;
+    }
+    s->worker = ep->worker;
+    UCP_WORKER_THREAD_CS_ENTER_CONDITIONAL(s->worker);
+    s->config = ucp_ep_config(ep);
+    if (!gdrpipe_send_rndv_is_ours(ep, s->config) ||
+        (s->config->tag.rndv.rma_thresh.remote <= thresh)) {
+        UCP_WORKER_THREAD_CS_EXIT_CONDITIONAL(s->worker);
+        return 0;
+    }
+    s->rma = s->config->tag.rndv.rma_thresh;
+    s->am  = s->config->tag.rndv.am_thresh;
+    /* device sends always take the "remote" threshold (not FAST_CMPL host) */
+    s->config->tag.rndv.rma_thresh.remote = thresh;
+    s->config->tag.rndv.am_thresh.remote  = thresh;
+    __atomic_fetch_add(&gdrpipe_send_count, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* whether this call is one for gdrpipe_send_begin_device (inline: a host
+ * send pays a few loads and compares, then goes on to UCP in a tail call) */
+static UCS_F_ALWAYS_INLINE int
+gdrpipe_send_wants(const void *buffer, const ucp_request_param_t *param)
+{
+    return (gdrpipe_send_device_thresh != GDRPIPE_SEND_OFF) &&
+           gdrpipe_send_is_device(buffer, param);
+}
+
+static void gdrpipe_send_end(gdrpipe_send_saved_t *s)
+{
+    s->config->tag.rndv.rma_thresh = s->rma;
+    s->config->tag.rndv.am_thresh  = s->am;
+    UCP_WORKER_THREAD_CS_EXIT_CONDITIONAL(s->worker);
+}
+
+/* One wrapper per send call: _name is UCP's function, _dev the out-of-line
+ * device path; RET, PARAMS and ARGS spell the signature. */
+#define GDRPIPE_SEND_WRAP(_ret, _name, _params, _args, _param) \
+    typedef _ret (*_name##_fn_t) _params; \
+    static _name##_fn_t _name##_real; \
+    \
+    static UCS_F_NOINLINE _ret _name##_dev _params \
+    { \
+        gdrpipe_send_saved_t s; \
+        _ret ret; \
+        \
+        if (!gdrpipe_send_begin_device(ep, gdrpipe_send_device_thresh, &s)) { \
+            return _name##_real _args; \
+        } \
+        ret = _name##_real _args; \
+        gdrpipe_send_end(&s); \
+        return ret; \
+    } \
+    \
+    _ret _name _params \
+    { \
+        if (gdrpipe_send_wants(buffer, _param)) { \
+            return _name##_dev _args; \
+        } \
+        return _name##_real _args; \
+    }
+
+GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_nbx,
+                  (ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
+                   const ucp_request_param_t *param),
+                  (ep, buffer, count, tag, param), param)
+GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_sync_nbx,
+                  (ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
+                   const ucp_request_param_t *param),
+                  (ep, buffer, count, tag, param), param)
+GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_nb,
+                  (ucp_ep_h ep, const void *buffer, size_t count, ucp_datatype_t datatype,
+                   ucp_tag_t tag, ucp_send_callback_t cb),
+                  (ep, buffer, count, datatype, tag, cb), NULL)
+GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_sync_nb,
+                  (ucp_ep_h ep, const void *buffer, size_t count, ucp_datatype_t datatype,
+                   ucp_tag_t tag, ucp_send_callback_t cb),
+                  (ep, buffer, count, datatype, tag, cb), NULL)
+GDRPIPE_SEND_WRAP(ucs_status_t, ucp_tag_send_nbr,
+                  (ucp_ep_h ep, const void *buffer, size_t count, ucp_datatype_t datatype,
+                   ucp_tag_t tag, void *req),
+                  (ep, buffer, count, datatype, tag, req), NULL)
+
+/* UCP's own functions, found once at load (libucp is loaded before the
+ * plugin: the plugin depends on it) */
+static void UCS_F_CTOR gdrpipe_send_init(void)
+{
+    ucp_tag_send_nbx_real      = (ucp_tag_send_nbx_fn_t)gdrpipe_send_next("ucp_tag_send_nbx");
+    ucp_tag_send_sync_nbx_real = (ucp_tag_send_sync_nbx_fn_t)
+            gdrpipe_send_next("ucp_tag_send_sync_nbx");
+    ucp_tag_send_nb_real       = (ucp_tag_send_nb_fn_t)gdrpipe_send_next("ucp_tag_send_nb");
+    ucp_tag_send_sync_nb_real  = (ucp_tag_send_sync_nb_fn_t)
+            gdrpipe_send_next("ucp_tag_send_sync_nb");
+    ucp_tag_send_nbr_real      = (ucp_tag_send_nbr_fn_t)gdrpipe_send_next("ucp_tag_send_nbr");
+}
