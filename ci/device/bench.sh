@@ -54,7 +54,8 @@
 #                ITEM being VAR=VALUE (environment) or -OPTION (passed to the
 #                benchmark, e.g. -W256)
 #   OSU_ARGS     arguments for every OSU run (e.g. "-m 1:8192 -i 20000")
-#   OSU_PAIRS    buffer placements to run (default "DD HH")
+#   OSU_PAIRS    buffer placements to run: DD HH DH HD (default "DD HH"); the
+#                variants' runs are interleaved, one of each in turn
 #   OSU_PHYSREF  0: no physical reference after the osu section
 #   BENCH_ITERS  timed iterations of the MPI latency runs (default 1000)
 # Exit status: the number of failed steps; 2 when this is not a GPU machine or
@@ -289,30 +290,37 @@ if want osu; then
                 fails=$((fails + 1))
                 continue
             fi
+            # pairs: DD HH DH HD (rank 0's buffer, then rank 1's)
             for tag in ${OSU_PAIRS:-DD HH}; do
-                [ "$tag" = DD ] && [ "$b" = osu_latency ] && [ "$ngpu" -lt 2 ] && continue
+                [ "$tag" != HH ] && [ "$b" = osu_latency ] && [ "$ngpu" -lt 2 ] && continue
                 a=()
-                [ "$tag" = DD ] && a=(-d cuda D D)
-                for v in $variants; do
-                    vname=${v%%:*}
-                    vset=()
-                    vx=()
-                    vargs=()
-                    if [ "$v" != "$vname" ]; then
-                        IFS=, read -ra items <<<"${v#*:}"
-                        for kv in "${items[@]}"; do
-                            case $kv in
-                            -*) vargs+=("$kv") ;;
-                            *) vset+=("$kv"); vx+=(-x "${kv%%=*}") ;;
-                            esac
-                        done
-                    fi
-                    # rendezvous forced is a device-buffer reference only
-                    [ "$tag" = HH ] && [ "$vname" = rndv0 ] && continue
-                    for ((r = 1; r <= ${OSU_REPS:-3}; ++r)); do
+                [ "$tag" = HH ] || a=(-d cuda "${tag:0:1}" "${tag:1:1}")
+                # the variants' runs interleaved (r1 of each, then r2, ...),
+                # so that a drift of the machine touches them alike
+                for ((r = 1; r <= ${OSU_REPS:-3}; ++r)); do
+                    for v in $variants; do
+                        vname=${v%%:*}
+                        vset=()
+                        vx=()
+                        vargs=()
+                        if [ "$v" != "$vname" ]; then
+                            IFS=, read -ra items <<<"${v#*:}"
+                            for kv in "${items[@]}"; do
+                                case $kv in
+                                -*) vargs+=("$kv") ;;
+                                *) vset+=("$kv"); vx+=(-x "${kv%%=*}") ;;
+                                esac
+                            done
+                        fi
+                        # rendezvous forced is a device-buffer reference only
+                        [ "$tag" = HH ] && [ "$vname" = rndv0 ] && continue
                         bench "$b-$tag-$vname-r$r" "${OSU_LIMIT:-180}" env GDRPIPE_PLUGIN="$P" "${vset[@]}" \
                             "${GPRUN[@]}" mpirun "${vx[@]}" "${NOPRE[@]}" "$x" ${OSU_ARGS:-} "${vargs[@]}" "${a[@]}"
                     done
+                done
+                for v in $variants; do
+                    vname=${v%%:*}
+                    [ "$tag" = HH ] && [ "$vname" = rndv0 ] && continue
                     median_log "$b-$tag-$vname" "$OUT/$b-$tag-$vname"-r*.log
                 done
             done
