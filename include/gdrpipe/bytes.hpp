@@ -1,6 +1,6 @@
 // Byte-level helpers of the wire formats (RDMA endpoint addresses and remote
-// keys, control messages, gdrpipe remote keys): little-endian fields and the
-// 32-bit FNV-1a checksum.
+// keys, control messages, gdrpipe remote keys): little-endian fields, the
+// 32-bit FNV-1a checksum and a word-wise checksum for per-message formats.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +31,34 @@ inline std::uint32_t fnv1a32(const void *p, std::size_t n) noexcept {
         h = (h ^ b[i]) * 16777619u;
     }
     return h;
+}
+
+// A 32-bit checksum of the n bytes at p, eight at a time: a multiply-xor
+// step per 64-bit word (the tail zero-padded, the length mixed in), then
+// MurmurHash3's 64-bit finalizer, so that any change of the input changes
+// each output bit with probability 1/2. About 8 times fewer steps than
+// fnv1a32 for the per-message formats (remote keys, control messages).
+// Detects corruption; it is not an authentication.
+inline std::uint32_t hash32_words(const void *p, std::size_t n) noexcept {
+    const auto *b = static_cast<const unsigned char *>(p);
+    std::uint64_t h = 0xcbf29ce484222325ull ^ n;
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        __builtin_memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    if (i < n) {
+        std::uint64_t w = 0;
+        __builtin_memcpy(&w, b + i, n - i);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return static_cast<std::uint32_t>(h);
 }
 
 } // namespace gdrpipe

@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 #define GP_RKEY_MAGIC   0x6b727067u /* "gprk" */
-#define GP_RKEY_VERSION 1
+#define GP_RKEY_VERSION 2
 
 enum gp_rkey_kind {
     GP_RKEY_HOST      = 1, /* host memory: reached with CMA by pid */

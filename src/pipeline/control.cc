@@ -9,7 +9,7 @@
 namespace gdrpipe::pipeline {
 
 uint32_t ctrl_checksum(const CtrlMsg &m) noexcept {
-    return gdrpipe::fnv1a32(&m, offsetof(CtrlMsg, checksum));
+    return gdrpipe::hash32_words(&m, offsetof(CtrlMsg, checksum));
 }
 
 void ctrl_seal(CtrlMsg &m) noexcept {

@@ -7,8 +7,8 @@
 #include <cstddef>
 
 extern "C" uint32_t gp_rkey_checksum(const gp_rkey_t *rkey) {
-    // FNV-1a over the fields before the checksum
-    return gdrpipe::fnv1a32(rkey, offsetof(gp_rkey_t, checksum));
+    // over the fields before the checksum, word-wise (one per message)
+    return gdrpipe::hash32_words(rkey, offsetof(gp_rkey_t, checksum));
 }
 
 extern "C" void gp_rkey_seal(gp_rkey_t *rkey) {

@@ -1,9 +1,12 @@
 #include "gdrpipe/rkey.h"
 
+#include "gdrpipe/bytes.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <random>
+#include <vector>
 
 TEST_CASE("sealed remote keys validate; any corruption is rejected", "[wire]") {
     gp_rkey_t k{};
@@ -59,4 +62,25 @@ TEST_CASE("remote keys whose fields do not fit their kind are rejected", "[wire]
         CHECK(!ok(sealed(kind, 0, -1))); // no fd to fetch the handle from
         CHECK(!ok(sealed(kind, -1, 9)));
     }
+}
+
+TEST_CASE("the word-wise checksum sees every single-bit change and the length", "[wire]") {
+    std::mt19937 rng(11);
+    std::vector<unsigned char> buf(160);
+    for (auto &c : buf) c = static_cast<unsigned char>(rng());
+    for (size_t n = 1; n <= buf.size(); ++n) {
+        const uint32_t h = gdrpipe::hash32_words(buf.data(), n);
+        for (size_t pos = 0; pos < n; ++pos) {
+            for (int bit = 0; bit < 8; ++bit) {
+                buf[pos] ^= static_cast<unsigned char>(1u << bit);
+                const bool differs = gdrpipe::hash32_words(buf.data(), n) != h;
+                buf[pos] ^= static_cast<unsigned char>(1u << bit);
+                if (!differs) FAIL("no change at length " << n << " byte " << pos << " bit " << bit);
+            }
+        }
+    }
+    // a trailing zero byte is another message
+    std::vector<unsigned char> z(17, 0);
+    CHECK(gdrpipe::hash32_words(z.data(), 16) != gdrpipe::hash32_words(z.data(), 17));
+    CHECK(gdrpipe::hash32_words(z.data(), 0) != gdrpipe::hash32_words(z.data(), 8));
 }
