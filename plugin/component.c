@@ -235,7 +235,7 @@ ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component, const void *rkey_bu
         why = "remote key of another host";
     }
     if (why != NULL) {
-        ucs_error("gdrpipe: rejected remote key: %s", why);
+        gdrpipe_peer_error("gdrpipe: rejected remote key: %s", why);
         ucs_free(rkey);
         return UCS_ERR_INVALID_PARAM;
     }

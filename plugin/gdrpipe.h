@@ -76,6 +76,19 @@ typedef struct gdrpipe_memh {
 
 extern uct_component_t gdrpipe_component;
 
+/* ucs_error about what a peer sent, logged by gp_log_peer_due per call site
+ * (the first 10, then the 100th, 1000th, ... with their number) */
+#define gdrpipe_peer_error(_fmt, ...) \
+    do { \
+        static uint64_t _gdrpipe_peer_n; \
+        uint64_t _gdrpipe_peer_k = __atomic_add_fetch(&_gdrpipe_peer_n, 1, \
+                                                      __ATOMIC_RELAXED); \
+        if (gp_log_peer_due(_gdrpipe_peer_k)) { \
+            ucs_error(_fmt " [occurrence %lu]", ## __VA_ARGS__, \
+                      (unsigned long)_gdrpipe_peer_k); \
+        } \
+    } while (0)
+
 /* memhooks.c: bumped at every allocation and free the hooks see */
 extern uint64_t gdrpipe_memhooks_generation;
 

@@ -319,7 +319,7 @@ static ucs_status_t gdrpipe_rdma_rkey_unpack(uct_component_t *component,
     void *rkey;
 
     if (why != NULL) {
-        ucs_error("gdrpipe_rdma: rejected remote key: %s", why);
+        gdrpipe_peer_error("gdrpipe_rdma: rejected remote key: %s", why);
         return UCS_ERR_INVALID_PARAM;
     }
     rkey = ucs_malloc(GP_RDMA_RKEY_SIZE, "gdrpipe_rdma rkey");

@@ -272,7 +272,7 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         !gp_mem_is_registered((void*)remote_addr, uct_iov_total_length(iov, iovcnt))) {
         /* an endpoint to this process (an address naming our own pid): it
          * may only reach memory registered here, as a peer's would */
-        ucs_error("gdrpipe: %s into this process at %p (%zu bytes): not registered memory",
+        gdrpipe_peer_error("gdrpipe: %s into this process at %p (%zu bytes): not registered memory",
                   is_get ? "get" : "put", (void*)remote_addr,
                   uct_iov_total_length(iov, iovcnt));
         return UCS_ERR_INVALID_PARAM;

@@ -135,7 +135,7 @@ void gdrpipe_shm_iface_deliver(gdrpipe_shm_iface_t *iface, uint8_t am_id, void *
         return;
     }
     if (am_id >= UCT_AM_ID_MAX) {
-        ucs_error("gdrpipe: dropped message with invalid active message id %u", am_id);
+        gdrpipe_peer_error("gdrpipe: dropped message with invalid active message id %u", am_id);
         return;
     }
     uct_iface_invoke_am(&iface->super, am_id, data, len, 0);

@@ -367,7 +367,7 @@ static gp_shm_peer_t *gdrpipe_shm_tag_peer(gdrpipe_shm_iface_t *iface, const uin
     }
     why = gp_shm_check_address(addr, len);
     if (why != NULL) {
-        ucs_error("gdrpipe: tagged message with a bad sender address: %s", why);
+        gdrpipe_peer_error("gdrpipe: tagged message with a bad sender address: %s", why);
         return NULL;
     }
     peer = gp_shm_connect(iface->core, addr, len, err, sizeof(err));
@@ -563,7 +563,7 @@ static void gdrpipe_shm_tag_on_ref(gdrpipe_shm_iface_t *iface, const gdrpipe_tag
     }
     why = gdrpipe_shm_tag_check_ref(ref, peer);
     if (why != NULL) {
-        ucs_error("gdrpipe: dropped a tagged message of pid %d: %s",
+        gdrpipe_peer_error("gdrpipe: dropped a tagged message of pid %d: %s",
                   (int)gp_shm_peer_pid(peer), why);
         gdrpipe_shm_tag_send_ack(iface, peer, m->op_id, UCS_ERR_INVALID_PARAM);
         return;
@@ -681,13 +681,13 @@ static void gdrpipe_shm_tag_on_eager(gdrpipe_shm_tag_t *t, const void *data, uin
     void *body;
 
     if (len < sizeof(e)) {
-        ucs_error("gdrpipe: dropped a %u-byte tagged message (too short)", len);
+        gdrpipe_peer_error("gdrpipe: dropped a %u-byte tagged message (too short)", len);
         return;
     }
     memcpy(&e, data, sizeof(e));
     hdr = sizeof(e) + (e.has_imm ? sizeof(imm) : 0);
     if ((e.has_imm > 1) || (len < hdr) || !t->enabled) {
-        ucs_error("gdrpipe: dropped a malformed tagged message (kind %u, %u bytes)",
+        gdrpipe_peer_error("gdrpipe: dropped a malformed tagged message (kind %u, %u bytes)",
                   e.kind, len);
         return;
     }
@@ -727,7 +727,7 @@ void gdrpipe_shm_tag_receive(gdrpipe_shm_iface_t *iface, void *data, uint32_t le
         return;
     }
     if (len < sizeof(m)) {
-        ucs_error("gdrpipe: dropped a %u-byte tagged message (too short)", len);
+        gdrpipe_peer_error("gdrpipe: dropped a %u-byte tagged message (too short)", len);
         return;
     }
     memcpy(&m, data, sizeof(m));
@@ -744,7 +744,7 @@ void gdrpipe_shm_tag_receive(gdrpipe_shm_iface_t *iface, void *data, uint32_t le
         expect = 0;
         break;
     default:
-        ucs_error("gdrpipe: dropped a tagged message of unknown kind %u", m.kind);
+        gdrpipe_peer_error("gdrpipe: dropped a tagged message of unknown kind %u", m.kind);
         return;
     }
     if ((len - sizeof(m) != expect) ||
@@ -752,7 +752,7 @@ void gdrpipe_shm_tag_receive(gdrpipe_shm_iface_t *iface, void *data, uint32_t le
                                                             GDRPIPE_TAG_MAX_HDR)) ||
         ((m.kind == GDRPIPE_TAG_EAGER_REF) && (m.hdr_length != 0)) ||
         (!t->enabled && (m.kind != GDRPIPE_TAG_ACK))) {
-        ucs_error("gdrpipe: dropped a malformed tagged message (kind %u, %u bytes)",
+        gdrpipe_peer_error("gdrpipe: dropped a malformed tagged message (kind %u, %u bytes)",
                   m.kind, len);
         return;
     }

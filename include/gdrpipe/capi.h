@@ -18,6 +18,9 @@ extern "C" {
 typedef void (*gp_log_sink_t)(int level /* 0 error .. 4 trace */, const char *file,
                               int line, const char *message);
 void gp_set_log_sink(gp_log_sink_t sink, int max_level);
+/* whether the n-th error of one kind about a peer's input is logged: the
+ * first 10, then the 100th, 1000th, ... (a peer can send them without end) */
+int gp_log_peer_due(uint64_t occurrence);
 
 /* ---- intra-host shared-memory wire ------------------------------------ */
 typedef struct gp_shm_iface gp_shm_iface_t;

@@ -18,3 +18,7 @@ extern "C" void gp_set_log_sink(gp_log_sink_t sink, int max_level) {
     gdrpipe::set_log_sink(sink != nullptr ? forward : nullptr,
                           static_cast<gdrpipe::LogLevel>(max_level));
 }
+
+extern "C" int gp_log_peer_due(uint64_t occurrence) {
+    return gdrpipe::peer_log_due(occurrence) ? 1 : 0;
+}

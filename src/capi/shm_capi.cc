@@ -100,7 +100,7 @@ unsigned gp_shm_progress(gp_shm_iface_t *iface, gp_shm_am_cb_t cb, void *arg,
     gdrpipe::wire::Fifo::Message msg;
     while (n < max && rx.peek(&msg)) {
         if (msg.corrupt) {
-            GP_ERROR("shm: dropped element %llu with a corrupt length header",
+            GP_PEER_ERROR("shm: dropped element %llu with a corrupt length header",
                      static_cast<unsigned long long>(rx.read_index()));
         } else if (msg.am_id != gdrpipe::wire::kAmIdDiscard) {
             cb(arg, msg.am_id, msg.data, msg.length);

@@ -308,7 +308,7 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
     Impl &m = *impl_;
     if (peer == nullptr || rkey == nullptr || (local == nullptr && iovcnt != 0)) return -EINVAL;
     if (const char *why = gp_rkey_check(rkey)) {
-        GP_ERROR("xfer: remote key rejected: %s", why);
+        GP_PEER_ERROR("xfer: remote key rejected: %s", why);
         return -EINVAL;
     }
     if (m.queued.size() >= GP_COPY_BATCH_MAX) m.flush_queued(); // a round's launch is full

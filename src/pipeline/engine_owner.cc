@@ -43,14 +43,14 @@ void XferEngine::Impl::drop_requester(pid_t pid, uint64_t start) {
 void XferEngine::Impl::control(const void *data, uint32_t len) {
     if (const char *why = ctrl_check(data, len)) {
         st.ctrl_dropped++;
-        GP_ERROR("xfer: dropped a control message (%u bytes): %s", unsigned(len), why);
+        GP_PEER_ERROR("xfer: dropped a control message (%u bytes): %s", unsigned(len), why);
         return;
     }
     CtrlMsg m;
     std::memcpy(&m, data, sizeof(m));
     auto drop = [&](const char *why) {
         st.ctrl_dropped++;
-        GP_ERROR("xfer: dropped control message of pid %d transfer %llu: %s", int(m.req_pid),
+        GP_PEER_ERROR("xfer: dropped control message of pid %d transfer %llu: %s", int(m.req_pid),
                  static_cast<unsigned long long>(m.xfer_id), why);
     };
     if (!process_alive(m.req_pid, m.req_start_time)) return drop("requester not alive");

@@ -176,7 +176,7 @@ int XferEngine::Impl::try_direct(Xfer *x) {
     } else {
         auto res = import_buffer(x->ps->space, x->rkey, dev);
         if (!res && res.error().code == kImportExtentMismatch) {
-            GP_ERROR("xfer %llu: remote key of pid %d for [%#llx, +%llu) rejected: %s",
+            GP_PEER_ERROR("xfer %llu: remote key of pid %d for [%#llx, +%llu) rejected: %s",
                      static_cast<unsigned long long>(x->id), int(x->rkey.pid),
                      static_cast<unsigned long long>(x->rkey.base),
                      static_cast<unsigned long long>(x->rkey.length),

@@ -167,8 +167,9 @@ void TransferEngine::Impl::on_put_begin(const CtrlMsg &m) {
     in->nchunks = static_cast<std::uint32_t>((m.len + cfg.slot_size - 1) / cfg.slot_size);
     pipeline::LocalMem mem;
     if (!exposed(m.key_id, m.addr, m.len)) {
-        GP_WARN("rdma: peer put %u to 0x%llx+%llu outside any exposed range: refused", m.id,
-                static_cast<unsigned long long>(m.addr), static_cast<unsigned long long>(m.len));
+        GP_PEER_ERROR("rdma: peer put %u to 0x%llx+%llu outside any exposed range: refused",
+                      m.id, static_cast<unsigned long long>(m.addr),
+                      static_cast<unsigned long long>(m.len));
         in->status = -EACCES;
         nack(m.id, false, -EACCES);
     } else if (!pipeline::classify_one(reinterpret_cast<void *>(m.addr), m.len, &mem)) {
@@ -189,8 +190,9 @@ void TransferEngine::Impl::on_get_req(const CtrlMsg &m) {
         return;
     }
     if (!exposed(m.key_id, m.addr, m.len)) {
-        GP_WARN("rdma: peer get %u from 0x%llx+%llu outside any exposed range: refused", m.id,
-                static_cast<unsigned long long>(m.addr), static_cast<unsigned long long>(m.len));
+        GP_PEER_ERROR("rdma: peer get %u from 0x%llx+%llu outside any exposed range: refused",
+                      m.id, static_cast<unsigned long long>(m.addr),
+                      static_cast<unsigned long long>(m.len));
         nack(m.id, true, -EACCES);
         return;
     }

@@ -1,5 +1,6 @@
 #include "gdrpipe/log.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -57,12 +58,8 @@ bool log_enabled(LogLevel level) noexcept {
     return static_cast<int>(level) <= max_level();
 }
 
-void logf(LogLevel level, const char *file, int line, const char *fmt, ...) {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
+namespace {
+void emit(LogLevel level, const char *file, int line, const char *buf) {
     LogSink sink = g_sink.load(std::memory_order_acquire);
     if (sink != nullptr) {
         sink(level, file, line, buf);
@@ -71,6 +68,39 @@ void logf(LogLevel level, const char *file, int line, const char *fmt, ...) {
     const char *base = std::strrchr(file, '/');
     std::fprintf(stderr, "[gdrpipe %s] %s:%d %s\n", level_name(level),
                  base ? base + 1 : file, line, buf);
+}
+} // namespace
+
+void logf(LogLevel level, const char *file, int line, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    emit(level, file, line, buf);
+}
+
+bool peer_log_due(std::uint64_t n) noexcept {
+    if (n <= kPeerLogFirst) return true;
+    while (n % 10 == 0) n /= 10;
+    return n == 1;
+}
+
+void logf_peer(std::uint64_t occurrence, const char *file, int line, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    size_t at = std::min(size_t(n), sizeof(buf) - 1);
+    if (occurrence > 1 && at < sizeof(buf) - 1) {
+        std::snprintf(buf + at, sizeof(buf) - at, " [occurrence %llu%s]",
+                      static_cast<unsigned long long>(occurrence),
+                      occurrence == kPeerLogFirst ? "; from here on only the 100th, 1000th, ..."
+                                                  : "");
+    }
+    emit(LogLevel::error, file, line, buf);
 }
 
 } // namespace gdrpipe
