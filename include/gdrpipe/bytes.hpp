@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gdrpipe/mix64.hpp"
+
 namespace gdrpipe {
 
 // Writes the sizeof(T) bytes of v at p, least significant first.
@@ -35,8 +37,8 @@ inline std::uint32_t fnv1a32(const void *p, std::size_t n) noexcept {
 
 // A 32-bit checksum of the n bytes at p, eight at a time: a multiply-xor
 // step per 64-bit word (the tail zero-padded, the length mixed in), then
-// MurmurHash3's 64-bit finalizer, so that any change of the input changes
-// each output bit with probability 1/2. About 8 times fewer steps than
+// mix64, so that any change of the input changes each output bit with
+// probability about 1/2. About 8 times fewer steps than
 // fnv1a32 for the per-message formats (remote keys, control messages).
 // Detects corruption; it is not an authentication.
 inline std::uint32_t hash32_words(const void *p, std::size_t n) noexcept {
@@ -53,12 +55,7 @@ inline std::uint32_t hash32_words(const void *p, std::size_t n) noexcept {
         __builtin_memcpy(&w, b + i, n - i);
         h = (h ^ w) * 0x100000001b3ull;
     }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return static_cast<std::uint32_t>(h);
+    return static_cast<std::uint32_t>(mix64(h));
 }
 
 } // namespace gdrpipe

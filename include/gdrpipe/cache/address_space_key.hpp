@@ -12,6 +12,8 @@
 #include <functional>
 #include <limits>
 
+#include "gdrpipe/mix64.hpp"
+
 namespace gdrpipe::cache {
 
 using SpaceId = std::uint64_t;
@@ -31,14 +33,8 @@ struct AddressSpaceKey {
 
 struct AddressSpaceKeyHash {
     std::size_t operator()(const AddressSpaceKey &k) const noexcept {
-        // splitmix-style mix of both words
-        std::uint64_t x = k.space * 0x9e3779b97f4a7c15ull ^ k.addr;
-        x ^= x >> 30;
-        x *= 0xbf58476d1ce4e5b9ull;
-        x ^= x >> 27;
-        x *= 0x94d049bb133111ebull;
-        x ^= x >> 31;
-        return static_cast<std::size_t>(x);
+        // both words, mixed
+        return static_cast<std::size_t>(mix64(k.space * 0x9e3779b97f4a7c15ull ^ k.addr));
     }
 };
 
