@@ -146,6 +146,16 @@ int gp_devmem_init(int device, int local_rank)
     return 0;
 }
 
+int gp_devmem_thread_init(void)
+{
+    if (!g_cu.ready) {
+        fprintf(stderr, "devmem: thread init before init\n");
+        return -1;
+    }
+    return GP_CU_CALL("cuCtxSetCurrent", g_cu.cuCtxSetCurrent(g_cu.ctx)) == CUDA_SUCCESS ? 0
+                                                                                       : -1;
+}
+
 int gp_devmem_ready(void) { return g_cu.ready; }
 int gp_devmem_device(void) { return g_cu.device; }
 int gp_devmem_count(void) { return g_cu.count; }

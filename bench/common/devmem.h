@@ -19,6 +19,9 @@ extern "C" {
  * (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID, else 0).
  * Idempotent. */
 int gp_devmem_init(int device, int local_rank);
+/* Makes the chosen device's context current in the calling thread (other
+ * threads than gp_devmem_init's need it before using device memory). */
+int gp_devmem_thread_init(void);
 /* 1 after a successful gp_devmem_init. */
 int gp_devmem_ready(void);
 /* The device chosen by gp_devmem_init, -1 before. */
