@@ -24,9 +24,23 @@ static void *stage(gpo_stage_t *st, const void *buf, int count, MPI_Datatype dt,
     return gpo_stage_add(st, (void *)buf, gpo_p2p_span(count, dt), flags);
 }
 
+/* Each function: the quick test inline, then the full test and the staging
+ * out of line (its frame is not set up for the calls that go straight on to
+ * PMPI). */
 #define SEND_LIKE(NAME)                                                                   \
+    static __attribute__((noinline)) int staged_##NAME(const void *buf, int count,        \
+                                                       MPI_Datatype dt, int dest, int tag, \
+                                                       MPI_Comm comm);                    \
     int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag,        \
                    MPI_Comm comm)                                                         \
+    {                                                                                     \
+        if (gpo_p2p_surely_direct(count, dt)) {                                           \
+            return PMPI_##NAME(buf, count, dt, dest, tag, comm);                          \
+        }                                                                                 \
+        return staged_##NAME(buf, count, dt, dest, tag, comm);                            \
+    }                                                                                     \
+    static int staged_##NAME(const void *buf, int count, MPI_Datatype dt, int dest,       \
+                             int tag, MPI_Comm comm)                                      \
     {                                                                                     \
         if (!gpo_p2p_needs_staging(buf, count, dt)) {                                     \
             return PMPI_##NAME(buf, count, dt, dest, tag, comm);                          \
@@ -45,8 +59,19 @@ SEND_LIKE(Rsend)
 SEND_LIKE(Bsend)
 
 #define ISEND_LIKE(NAME)                                                                  \
+    static __attribute__((noinline)) int staged_##NAME(const void *buf, int count,        \
+                                                       MPI_Datatype dt, int dest, int tag, \
+                                                       MPI_Comm comm, MPI_Request *req);  \
     int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag,        \
                    MPI_Comm comm, MPI_Request *req)                                       \
+    {                                                                                     \
+        if (gpo_p2p_surely_direct(count, dt)) {                                           \
+            return PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                     \
+        }                                                                                 \
+        return staged_##NAME(buf, count, dt, dest, tag, comm, req);                       \
+    }                                                                                     \
+    static int staged_##NAME(const void *buf, int count, MPI_Datatype dt, int dest,       \
+                             int tag, MPI_Comm comm, MPI_Request *req)                    \
     {                                                                                     \
         if (!gpo_p2p_needs_staging(buf, count, dt)) {                                     \
             return PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                     \
@@ -63,8 +88,21 @@ ISEND_LIKE(Issend)
 ISEND_LIKE(Irsend)
 ISEND_LIKE(Ibsend)
 
+static __attribute__((noinline)) int staged_Recv(void *buf, int count, MPI_Datatype dt,
+                                                  int source, int tag, MPI_Comm comm,
+                                                  MPI_Status *status);
+
 int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
              MPI_Status *status)
+{
+    if (gpo_p2p_surely_direct(count, dt)) {
+        return PMPI_Recv(buf, count, dt, source, tag, comm, status);
+    }
+    return staged_Recv(buf, count, dt, source, tag, comm, status);
+}
+
+static int staged_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag,
+                       MPI_Comm comm, MPI_Status *status)
 {
     if (!gpo_p2p_needs_staging(buf, count, dt)) {
         return PMPI_Recv(buf, count, dt, source, tag, comm, status);
@@ -76,8 +114,21 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
     return fail(comm, gpo_end_blocking(&st, PMPI_Recv(h, count, dt, source, tag, comm, status)));
 }
 
+static __attribute__((noinline)) int staged_Irecv(void *buf, int count, MPI_Datatype dt,
+                                                   int source, int tag, MPI_Comm comm,
+                                                   MPI_Request *req);
+
 int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
               MPI_Request *req)
+{
+    if (gpo_p2p_surely_direct(count, dt)) {
+        return PMPI_Irecv(buf, count, dt, source, tag, comm, req);
+    }
+    return staged_Irecv(buf, count, dt, source, tag, comm, req);
+}
+
+static int staged_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
+                        MPI_Comm comm, MPI_Request *req)
 {
     if (!gpo_p2p_needs_staging(buf, count, dt)) {
         return PMPI_Irecv(buf, count, dt, source, tag, comm, req);

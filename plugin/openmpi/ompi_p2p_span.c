@@ -19,10 +19,8 @@ gpo_span_t gpo_p2p_span(int count, MPI_Datatype dt)
     return s;
 }
 
-/* predefined types without holes: most calls pass one of these, and a
- * comparison of handles costs nothing where the datatype queries below cost
- * a few calls per message (visible in host message rates) */
-static int gpo_contiguous_predefined(MPI_Datatype dt)
+/* predefined types without holes */
+static int gpo_contiguous_predefined_list(MPI_Datatype dt)
 {
     return dt == MPI_BYTE || dt == MPI_CHAR || dt == MPI_UNSIGNED_CHAR || dt == MPI_SIGNED_CHAR ||
            dt == MPI_SHORT || dt == MPI_UNSIGNED_SHORT || dt == MPI_INT || dt == MPI_UNSIGNED ||
@@ -31,6 +29,24 @@ static int gpo_contiguous_predefined(MPI_Datatype dt)
            dt == MPI_INT8_T || dt == MPI_INT16_T || dt == MPI_INT32_T || dt == MPI_INT64_T ||
            dt == MPI_UINT8_T || dt == MPI_UINT16_T || dt == MPI_UINT32_T || dt == MPI_UINT64_T ||
            dt == MPI_C_BOOL || dt == MPI_PACKED;
+}
+
+/* the last handle the list above matched (predefined handles are never
+ * freed, so it cannot come to name another type); any thread may store it */
+MPI_Datatype gpo_last_predefined;
+
+/* predefined types without holes: most calls pass one of these, and a
+ * comparison of handles costs nothing where the datatype queries below cost
+ * a few calls per message (visible in host message rates). The compiler
+ * evaluates the whole list without branches (~80 instructions), so the last
+ * match is remembered and tried first (gpo_p2p_surely_direct, inline). */
+static int gpo_contiguous_predefined(MPI_Datatype dt)
+{
+    if (!gpo_contiguous_predefined_list(dt)) {
+        return 0;
+    }
+    __atomic_store_n(&gpo_last_predefined, dt, __ATOMIC_RELAXED);
+    return 1;
 }
 
 int gpo_p2p_needs_staging(const void *buf, int count, MPI_Datatype dt)
