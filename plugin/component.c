@@ -167,6 +167,14 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "faster on the H200 pair (8 B peer copy 8.1 us against 13.0 us).",
      ucs_offsetof(gdrpipe_iface_config_t, sync_copy_max), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"STALL_TIMEOUT", "inf",
+     "A staged transfer that moves nothing this long fails with an error on the\n"
+     "side that waits (the requester's operation, or the owner's serving of it):\n"
+     "a peer that is alive but no longer progresses. inf (default): never, as for\n"
+     "UCX's own rendezvous, since a peer busy outside MPI for a long time is legal;\n"
+     "a peer that died is detected anyway (its process is checked).",
+     ucs_offsetof(gdrpipe_iface_config_t, stall_timeout), UCS_CONFIG_TYPE_TIME},
+
     {"COPY_KERNEL", "y",
      "Direct-path device copies started in one progress call go in one launch\n"
      "of a batched copy kernel per device (up to 128 copies), which runs on the\n"

@@ -63,6 +63,7 @@ typedef struct gdrpipe_iface_config {
     unsigned           calib_online; /* transfers per path checking the crossover */
     size_t             sync_copy_max; /* synchronous direct copies up to this size */
     int                copy_kernel;  /* batched copy kernel for a round's copies */
+    double             stall_timeout; /* staged transfers fail after this long idle */
     unsigned           cache_max_regions;
     size_t             cache_max_bytes;
     int                stats;        /* print data-path counters at close */

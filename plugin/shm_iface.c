@@ -7,6 +7,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/type/class.h>
 #include <string.h>
+#include <math.h>
 
 #define GDRPIPE_SHM_MAX_IOV 16
 #define GDRPIPE_SHM_PROGRESS_MAX 16
@@ -315,7 +316,8 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
             .calib_max_size    = config->calib_max_size,
             .calib_online      = config->calib_online,
             .sync_copy_max     = config->sync_copy_max,
-            .no_copy_kernel    = !config->copy_kernel
+            .no_copy_kernel    = !config->copy_kernel,
+            .stall_timeout_s   = isinf(config->stall_timeout) ? 0 : config->stall_timeout
         };
         self->xfer = gp_xfer_engine_create(self->core, &xcfg, err, sizeof(err));
         if (self->xfer == NULL) {

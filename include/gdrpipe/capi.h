@@ -172,6 +172,8 @@ typedef struct gp_xfer_config {
                                  synchronous copy (0: never) */
     int no_copy_kernel;       /* 1: no batched copy kernel, every direct copy on the
                                  copy engine (gp_xfer_round_begin) */
+    double stall_timeout_s;   /* a staged transfer that moves nothing this long, on
+                                 either side, fails; 0: never */
 } gp_xfer_config_t;
 
 /* Registration of local memory for peers (process-wide, cached): fills the

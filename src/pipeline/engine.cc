@@ -137,6 +137,11 @@ bool XferEngine::Impl::liveness_due(Clock::time_point &last, Clock::time_point n
     return true;
 }
 
+bool XferEngine::Impl::stalled(Clock::time_point moved, Clock::time_point now) const {
+    return cfg.stall_timeout_s > 0 &&
+           std::chrono::duration<double>(now - moved).count() > cfg.stall_timeout_s;
+}
+
 void XferEngine::Impl::check_peers(Clock::time_point now) {
     for (auto &kv : peers) {
         PeerState *ps = kv.second.get();
@@ -203,6 +208,18 @@ unsigned XferEngine::Impl::progress() {
                 busy = true;
             }
             r = x->pipe.step(&busy, &why); // a failed pipe has aborted its copies
+            if (busy || r != 0 || x->moved == Clock::time_point{}) {
+                x->moved = now;
+            } else if (stalled(x->moved, now)) {
+                // a live peer that stopped serving (security review M1 c)
+                GP_ERROR("xfer %llu: staged transfer with pid %d moved nothing for %.1f s: "
+                         "failed (UCX_GDRPIPE_STALL_TIMEOUT)",
+                         static_cast<unsigned long long>(x->id), int(x->ps->pid),
+                         cfg.stall_timeout_s);
+                x->pipe.abort_copies();
+                r = -ETIMEDOUT;
+                why = "stalled";
+            }
         }
         if (r < 0) {
             GP_DEBUG("xfer %llu failed: %s", static_cast<unsigned long long>(x->id), why.c_str());
@@ -217,6 +234,15 @@ unsigned XferEngine::Impl::progress() {
         bool busy = false;
         int r = op->pipe.step(&busy, &why);
         if (busy) ++events;
+        if (busy || r != 0) {
+            op->moved = now;
+        } else if (stalled(op->moved, now)) {
+            GP_ERROR("xfer: serving pid %d transfer %llu: the requester moved nothing for "
+                     "%.1f s: dropped (UCX_GDRPIPE_STALL_TIMEOUT)", int(op->pid),
+                     static_cast<unsigned long long>(op->pipe.xfer_id()), cfg.stall_timeout_s);
+            op->pipe.abort_copies();
+            r = -ETIMEDOUT;
+        }
         if (r == 0) {
             ++it;
             continue;

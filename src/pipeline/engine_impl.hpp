@@ -106,6 +106,7 @@ struct Xfer {
     PairUse *pair = nullptr;
     bool sampled = false;          // timed for the pair's OnlineCheck
     Clock::time_point t_start{};
+    Clock::time_point moved{};         // staged: the last step that moved anything
     LocalMem mem;
     // direct
     cache::RegionRef imp;
@@ -142,6 +143,7 @@ struct ServeOp {
     uint64_t start = 0;
     std::shared_ptr<StagingSegment> seg;
     Pipe pipe;
+    Clock::time_point moved{};         // the last step that moved anything
 };
 
 using AttachKey = std::tuple<pid_t, uint64_t, uint64_t>;
@@ -208,6 +210,9 @@ struct XferEngine::Impl {
     void wait_direct(Xfer *x) noexcept;
     bool liveness_due(Clock::time_point &last, Clock::time_point now);
     void check_peers(Clock::time_point now);
+    // whether a staged transfer that last moved at `moved` ran past the
+    // stall timeout (XferConfig::stall_timeout_s)
+    bool stalled(Clock::time_point moved, Clock::time_point now) const;
     void drop_requester(pid_t pid, uint64_t start);
     void run_callbacks();
     // The rule of the transfer's (source, destination) pair (PATH=auto,

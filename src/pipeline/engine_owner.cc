@@ -117,6 +117,7 @@ void XferEngine::Impl::control(const void *data, uint32_t len) {
     mem.dev = ls.dev;
     op->pipe.init(seg.get(), m.ring, m.xfer_id, std::move(mem), m.type == kStageOut,
                   /*wait_drain=*/false, /*check_id=*/true, kSlotOwner);
+    op->moved = Clock::now();
     serving.push_back(std::move(op));
 }
 

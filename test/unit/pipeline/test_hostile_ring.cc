@@ -147,3 +147,52 @@ TEST_CASE("staged transfers refused by the owner do not use up the staging rings
     auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
     REQUIRE(run_pair(a, b, 60) == "");
 }
+
+// Review finding M1 (c), the owner's side: a requester that stops consuming
+// makes the owner give the transfer up after UCX_GDRPIPE_STALL_TIMEOUT
+// (the ring's error set), and the owner goes on serving others.
+TEST_CASE("a requester that stops consuming: the owner drops it after the stall timeout",
+          "[pipeline][sim][security]") {
+    SKIP_WITHOUT_SIM();
+    auto a = [](Node &n) -> int {
+        if (int rc = node_setup(n, {config(GP_PATH_STAGED)})) return rc;
+        const size_t kLen = 4 * kMinChunk;
+        Reply r;
+        PT_CHECK(remote_alloc(n, kHost, kLen, 13, true, &r));
+        std::string err;
+        auto seg = StagingSegment::create(1, 1, kMinChunk, &err);
+        PT_CHECK(seg != nullptr);
+        RingHeader *rh = seg->ring(0);
+        arm_ring(rh, 1);
+        post(n, stage_out(*seg, 1, 1, kMinChunk, r.addr, kLen));
+        // the first chunk comes (unless the owner's copy itself was slower than
+        // the timeout); it is never consumed
+        auto t0 = Clock::now();
+        while (rh->error.load() == 0) {
+            n.pump();
+            PT_CHECK(std::chrono::duration<double>(Clock::now() - t0).count() < 30);
+        }
+        std::fprintf(stderr, "stalled ring: produced %llu, error %d after %.2f s\n",
+                     static_cast<unsigned long long>(rh->produced.load()), int(rh->error.load()),
+                     std::chrono::duration<double>(Clock::now() - t0).count());
+        PT_CHECK(rh->produced.load() <= 1);
+        PT_CHECK(rh->error.load() == EIO);
+        Cmd c;
+        c.op = kStats;
+        Reply s;
+        PT_CHECK(call(n, c, &s));
+        PT_CHECK(s.value2 == 0); // nothing served to its end
+        seg.reset();
+        if (int rc = get_put(n, 0, kDev0, kHost, 300000, 14)) return rc;
+        PT_CHECK(remote_free(n, r.addr));
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    auto b = [](Node &n) {
+        gp_xfer_config_t c = config(GP_PATH_AUTO);
+        c.stall_timeout_s = 0.3;
+        return serve_main(n, {c});
+    };
+    REQUIRE(run_pair(a, b, 60) == "");
+}

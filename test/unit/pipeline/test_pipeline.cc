@@ -302,6 +302,44 @@ TEST_CASE("peer failure: reported and SIGKILLed mid-transfer", "[pipeline][sim]"
     REQUIRE(run_pair(a, b, 30, true) == "");
 }
 
+TEST_CASE("a live peer that stops serving: the staged transfer fails after the stall timeout",
+          "[pipeline][sim][security]") {
+    SKIP_WITHOUT_SIM();
+    auto a = [](Node &n) -> int {
+        gp_xfer_config_t quick = config(GP_PATH_STAGED);
+        quick.stall_timeout_s = 0.3;
+        gp_xfer_config_t patient = config(GP_PATH_STAGED);
+        patient.stall_timeout_s = 30; // far above any chunk's time
+        if (int rc = node_setup(n, {quick, patient})) return rc;
+        // with the timeout set, transfers that move complete as before
+        PT_CHECK(get_put(n, 1, kDev1, kDev0, 8 * kMiB, 21) == 0);
+        Reply r;
+        PT_CHECK(remote_alloc(n, kDev0, 8 * kMiB, 5, true, &r));
+        Cmd c;
+        c.op = kStall;
+        Reply sr;
+        PT_CHECK(call(n, c, &sr)); // B alive, but serves nothing any more
+        Buf l;
+        PT_CHECK(buf_alloc(l, kDev1, 8 * kMiB));
+        struct iovec iov{l.p, l.len};
+        Done d;
+        PT_CHECK(gp_xfer_start(n.engines[0], n.peer, 1, &iov, 1, r.addr, &r.rkey, Done::cb, &d) ==
+                 1);
+        // B sleeps 60 s: the failure can only be the timeout's (not a
+        // dead peer's), whatever the machine's speed
+        auto t0 = Clock::now();
+        while (!d.done && std::chrono::duration<double>(Clock::now() - t0).count() < 50) n.pump();
+        PT_CHECK(d.done && d.status == -ETIMEDOUT);
+        PT_CHECK(gp_xfer_outstanding(n.engines[0]) == 0);
+        PT_CHECK(::kill(n.other, SIGKILL) == 0);
+        buf_free(l);
+        node_teardown(n);
+        return 0;
+    };
+    auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_STAGED)}); };
+    REQUIRE(run_pair(a, b, 90, true) == "");
+}
+
 TEST_CASE("garbage control messages are dropped, service continues", "[pipeline][sim]") {
     SKIP_WITHOUT_SIM();
     auto a = [](Node &n) -> int {
