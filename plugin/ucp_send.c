@@ -184,8 +184,11 @@ static UCS_F_NOINLINE int gdrpipe_send_begin_device(ucp_ep_h ep, size_t thresh,
 static UCS_F_ALWAYS_INLINE int
 gdrpipe_send_wants(const void *buffer, const ucp_request_param_t *param)
 {
+    /* a rendezvous never completes at once: a call that must is left as
+     * the caller asked (UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) */
     return (gdrpipe_send_device_thresh != GDRPIPE_SEND_OFF) &&
-           gdrpipe_send_is_device(buffer, param);
+           gdrpipe_send_is_device(buffer, param) &&
+           ((param == NULL) || !(param->op_attr_mask & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL));
 }
 
 static void gdrpipe_send_end(gdrpipe_send_saved_t *s)
