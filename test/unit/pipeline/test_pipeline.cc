@@ -239,6 +239,20 @@ int stale_stress(Node &n) {
 
 } // namespace
 
+namespace {
+// A's side of a peer that stops serving: an 8 MiB device buffer in B (*r),
+// then B stalls (alive, serving nothing); *l: a local 8 MiB device buffer.
+int stall_peer(Node &n, Reply *r, Buf *l) {
+    PT_CHECK(remote_alloc(n, kDev0, 8 * kMiB, 5, true, r));
+    Cmd c;
+    c.op = kStall;
+    Reply sr;
+    PT_CHECK(call(n, c, &sr));
+    PT_CHECK(buf_alloc(*l, kDev1, 8 * kMiB));
+    return 0;
+}
+} // namespace
+
 TEST_CASE("free and realloc at the same address: no stale data (free hooks)", "[pipeline][sim]") {
     SKIP_WITHOUT_SIM();
     auto b = [](Node &n) { return serve_main(n, three_engines(), true); };
@@ -257,13 +271,8 @@ TEST_CASE("peer failure: reported and SIGKILLed mid-transfer", "[pipeline][sim]"
     auto a = [](Node &n) -> int {
         if (int rc = node_setup(n, {config(GP_PATH_STAGED)})) return rc;
         Reply r;
-        PT_CHECK(remote_alloc(n, kDev0, 8 * kMiB, 5, true, &r));
-        Cmd c;
-        c.op = kStall;
-        Reply sr;
-        PT_CHECK(call(n, c, &sr)); // B stops serving
         Buf l;
-        PT_CHECK(buf_alloc(l, kDev1, 8 * kMiB));
+        if (int rc = stall_peer(n, &r, &l)) return rc; // B stops serving
         struct iovec iov{l.p, l.len};
         // reported failure: the transfer fails at once
         Done d1;
@@ -314,13 +323,8 @@ TEST_CASE("a live peer that stops serving: the staged transfer fails after the s
         // with the timeout set, transfers that move complete as before
         PT_CHECK(get_put(n, 1, kDev1, kDev0, 8 * kMiB, 21) == 0);
         Reply r;
-        PT_CHECK(remote_alloc(n, kDev0, 8 * kMiB, 5, true, &r));
-        Cmd c;
-        c.op = kStall;
-        Reply sr;
-        PT_CHECK(call(n, c, &sr)); // B alive, but serves nothing any more
         Buf l;
-        PT_CHECK(buf_alloc(l, kDev1, 8 * kMiB));
+        if (int rc = stall_peer(n, &r, &l)) return rc; // B alive, but serves nothing any more
         struct iovec iov{l.p, l.len};
         Done d;
         PT_CHECK(gp_xfer_start(n.engines[0], n.peer, 1, &iov, 1, r.addr, &r.rkey, Done::cb, &d) ==
