@@ -154,7 +154,10 @@ typedef struct {
     ucp_rndv_thresh_t rma, am;
 } gdrpipe_send_saved_t;
 
-/* The device-buffer part of gdrpipe_send_begin. */
+/* For a device buffer: gives the endpoint's configuration the device
+ * threshold for one call (1: then gdrpipe_send_end after it), or leaves the
+ * call as UCP takes it (0: v2, no configuration yet, rendezvous not through
+ * gdrpipe, or UCP's threshold already at or below it). */
 static UCS_F_NOINLINE int gdrpipe_send_begin_device(ucp_ep_h ep, size_t thresh,
                                                     gdrpipe_send_saved_t *s)
 {
