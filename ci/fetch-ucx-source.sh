@@ -6,9 +6,13 @@
 # Needs apt-get (a deb-src entry is added when none exists) and dpkg-dev.
 set -euo pipefail
 dest=${1:?usage: fetch-ucx-source.sh DEST}
-ver=$(dpkg-query -W -f='${Version}' libucx0 2>/dev/null || true)
+# the source package's version: a binary rebuild (binNMU, "+bN") has none of
+# its own (Debian 13's libucx0 is 1.18.1+ds-2+b1, from source 1.18.1+ds-2)
+ver=$(dpkg-query -W -f='${source:Version}' libucx0 2>/dev/null || true)
 [ -n "$ver" ] || { echo "fetch-ucx-source: libucx0 is not installed" >&2; exit 1; }
-upstream=${ver%-*}; upstream=${upstream#*:}
+# the upstream release, as pkg-config reports it: no epoch, Debian revision or
+# repack suffix ("+ds")
+upstream=${ver%-*}; upstream=${upstream#*:}; upstream=${upstream%%+*}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 if [ -f "$dest/ucx-$upstream/src/uct/base/uct_iface.h" ]; then

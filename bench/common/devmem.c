@@ -25,7 +25,9 @@
     _F(cuMemFree)                                                              \
     _F(cuMemsetD8)                                                             \
     _F(cuMemcpyHtoD)                                                           \
-    _F(cuMemcpyDtoH)
+    _F(cuMemcpyDtoH)                                                           \
+    _F(cuMemHostAlloc)                                                         \
+    _F(cuMemFreeHost)
 
 /* stream-ordered allocation (GP_DEVMEM_ASYNC / GP_DEVMEM_POOL only) */
 #define GP_DEVMEM_POOL_FUNCS(_F)                                               \
@@ -294,4 +296,25 @@ int gp_devmem_dtoh(void *dst, const void *dptr, size_t len)
                    CUDA_SUCCESS
                ? 0
                : -1;
+}
+
+void *gp_devmem_host_alloc(size_t len)
+{
+    void *p = NULL;
+    if (!g_cu.ready) {
+        fprintf(stderr, "devmem: host alloc before init\n");
+        return NULL;
+    }
+    if (GP_CU_CALL("cuMemHostAlloc", g_cu.cuMemHostAlloc(&p, len ? len : 1, 0)) !=
+        CUDA_SUCCESS) {
+        return NULL;
+    }
+    return p;
+}
+
+void gp_devmem_host_free(void *p)
+{
+    if (p != NULL && g_cu.ready) {
+        GP_CU_CALL("cuMemFreeHost", g_cu.cuMemFreeHost(p));
+    }
 }

@@ -50,6 +50,9 @@ void gp_devmem_free(void *dptr);               /* cuMemFree_v2 / cuMemFreeAsync 
 int gp_devmem_memset(void *dptr, uint8_t value, size_t len);
 int gp_devmem_htod(void *dptr, const void *src, size_t len);
 int gp_devmem_dtoh(void *dst, const void *dptr, size_t len);
+/* Page-locked host memory (cuMemHostAlloc, no flags) and its release. */
+void *gp_devmem_host_alloc(size_t len);
+void gp_devmem_host_free(void *p);
 
 #ifdef __cplusplus
 }

@@ -25,10 +25,11 @@
 #            host <-> GPU), the plots, and the rule the plugin takes from each
 #   sweeps   the proof sweeps (ci/device/proof-sweeps.sh, $SWEEP_REPS times)
 #   osu      the OSU micro-benchmarks ($OSU_BENCHES: osu_latency / osu_bw /
-#            osu_bibw / osu_mbw_mr; D D and H H) through gdrpipe-run with its
-#            defaults and with each of $OSU_VARIANTS (default: rendezvous
-#            forced, UCX_RNDV_THRESH=0, D D only; tag matching in the wire,
-#            UCX_GDRPIPE_TAG_MATCHING=y), and through BASE_PLUGIN when set
+#            osu_bibw / osu_mbw_mr; D D and H H) through gdrpipe-run with
+#            each of $OSU_VARIANTS (default: "default", gdrpipe-run's own
+#            settings; rendezvous forced, UCX_RNDV_THRESH=0, D D only; tag
+#            matching in the wire, UCX_GDRPIPE_TAG_MATCHING=y; a list without
+#            "default" leaves the defaults out), and through BASE_PLUGIN when set
 #            (another build's plugin), $OSU_REPS times each (3), medians in
 #            the tables; then the physical reference; needs OSU_DIR, a folder
 #            holding already built OSU binaries for this MPI (this script
