@@ -269,7 +269,8 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     }
     n = gdrpipe_shm_to_iovec(iov, iovcnt, local);
     if (ucs_unlikely(ep->pid == gp_self_pid()) &&
-        !gp_mem_is_registered((void*)remote_addr, uct_iov_total_length(iov, iovcnt))) {
+        !gp_mem_is_registered((void*)remote_addr, uct_iov_total_length(iov, iovcnt),
+                              (rk != NULL) ? rk->token : 0)) {
         /* an endpoint to this process (an address naming our own pid): it
          * may only reach memory registered here, as a peer's would */
         gdrpipe_peer_error("gdrpipe: %s into this process at %p (%zu bytes): not registered memory",

@@ -186,9 +186,10 @@ int gp_mem_register(void *addr, size_t len, uint64_t host_id, gp_rkey_t *rkey,
                     void **reg, char *err, size_t errlen);
 void gp_mem_deregister(void *reg);
 /* 1 when [addr, addr+len) lies inside a live registration of this process
- * (device registrations cover their whole allocation), else 0: what a
- * transfer addressed to this process itself may touch. */
-int gp_mem_is_registered(const void *addr, size_t len);
+ * whose token is `token` (the rkey's; device registrations cover their whole
+ * allocation), else 0: what a transfer addressed to this process itself may
+ * touch. */
+int gp_mem_is_registered(const void *addr, size_t len, uint64_t token);
 
 typedef struct gp_xfer_engine gp_xfer_engine_t;
 typedef void (*gp_xfer_done_cb_t)(void *arg, int status /* 0 ok, <0 error */);

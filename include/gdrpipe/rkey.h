@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 #define GP_RKEY_MAGIC   0x6b727067u /* "gprk" */
-#define GP_RKEY_VERSION 2
+#define GP_RKEY_VERSION 3
 
 enum gp_rkey_kind {
     GP_RKEY_HOST      = 1, /* host memory: reached with CMA by pid */
@@ -34,6 +34,9 @@ typedef struct gp_rkey {
     uint64_t length;
     uint64_t buffer_id;   /* CU_POINTER_ATTRIBUTE_BUFFER_ID at pack time */
     uint64_t host_id;     /* boot-id hash of the owner's host */
+    uint64_t token;       /* the registration's secret token: the owner serves
+                           * staged requests only for the range of a live
+                           * registration with this token (secret_token.hpp) */
     uint8_t dev_uuid[16];
     uint8_t handle[64];   /* IPC handle / pool export data */
     int32_t handle_fd;    /* VMM/pool: fd number in the owner process */

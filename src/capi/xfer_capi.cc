@@ -82,9 +82,11 @@ void gp_mem_deregister(void *reg) {
     gdrpipe::pipeline::deregister(static_cast<gdrpipe::pipeline::Registration *>(reg));
 }
 
-int gp_mem_is_registered(const void *addr, size_t len) {
+int gp_mem_is_registered(const void *addr, size_t len, uint64_t token) {
     bool host = false;
-    return gdrpipe::pipeline::registered(reinterpret_cast<uintptr_t>(addr), len, &host) ? 1 : 0;
+    return gdrpipe::pipeline::registered(reinterpret_cast<uintptr_t>(addr), len, token, &host)
+               ? 1
+               : 0;
 }
 
 gp_xfer_engine_t *gp_xfer_engine_create(gp_shm_iface_t *wire, const gp_xfer_config_t *cfg,

@@ -90,9 +90,9 @@ void XferEngine::Impl::control(const void *data, uint32_t len) {
         return drop("ring serves another transfer");
     }
     bool host = true;
-    if (!registered(m.remote_addr, m.length, &host)) {
+    if (!registered(m.remote_addr, m.length, m.token, &host)) {
         rh->error.store(EACCES, std::memory_order_release);
-        return drop("range not registered");
+        return drop("range not inside a live registration with the request's token");
     }
     auto op = std::make_unique<ServeOp>();
     op->pid = m.req_pid;

@@ -132,6 +132,7 @@ int XferEngine::Impl::staged_kickoff(Xfer *x) {
     m.xfer_id = x->id;
     m.remote_addr = x->remote;
     m.length = x->len;
+    m.token = x->rkey.token;
     ctrl_seal(m);
     std::memcpy(buf, &m, sizeof(m));
     ps->peer->fifo().commit(idx, kCtrlAmId, sizeof(m));
@@ -166,7 +167,7 @@ int XferEngine::Impl::try_direct(Xfer *x) {
         // an rkey naming this process: only memory registered here, as
         // for a peer's (a forged address or key must not reach the rest)
         bool host = false;
-        if (!registered(x->remote, x->len, &host)) {
+        if (!registered(x->remote, x->len, x->rkey.token, &host)) {
             GP_ERROR("xfer %llu: [%#llx, +%zu) of this process itself is not registered memory",
                      static_cast<unsigned long long>(x->id),
                      static_cast<unsigned long long>(x->remote), x->len);

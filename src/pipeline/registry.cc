@@ -5,6 +5,7 @@
 #include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/hooks/cuda_hooks.hpp"
 #include "gdrpipe/log.hpp"
+#include "gdrpipe/secret_token.hpp"
 
 #include <pthread.h>
 
@@ -23,6 +24,7 @@ struct Registration {
     uintptr_t addr = 0;
     size_t len = 0;
     bool host = true;
+    uint64_t token = 0;
     cache::RegionRef exp; // device memory: keeps the export alive
 };
 
@@ -162,7 +164,12 @@ cache::Result<cache::Payload> pin_export(const cache::RegionInfo &ri) {
 
 std::mutex g_mu;
 cache::RegionCache *g_export = nullptr;
-std::multimap<uintptr_t, std::pair<size_t, bool>> g_live; // addr -> (len, host)
+struct Live {
+    size_t len;
+    bool host;
+    uint64_t token;
+};
+std::multimap<uintptr_t, Live> g_live; // by start address
 
 void on_cuda_event(const hooks::Event &e, void *) {
     if (e.type != hooks::EventType::free) return;
@@ -173,16 +180,16 @@ void on_cuda_event(const hooks::Event &e, void *) {
     }
 }
 
-void live_add(uintptr_t a, size_t n, bool host) {
+void live_add(const Registration &r) {
     std::lock_guard<std::mutex> g(g_mu);
-    g_live.emplace(a, std::make_pair(n, host));
+    g_live.emplace(r.addr, Live{r.len, r.host, r.token});
 }
 
-void live_remove(uintptr_t a, size_t n, bool host) {
+void live_remove(const Registration &r) {
     std::lock_guard<std::mutex> g(g_mu);
-    auto [lo, hi] = g_live.equal_range(a);
+    auto [lo, hi] = g_live.equal_range(r.addr);
     for (auto it = lo; it != hi; ++it) {
-        if (it->second.first == n && it->second.second == host) {
+        if (it->second.token == r.token) {
             g_live.erase(it);
             return;
         }
@@ -215,13 +222,13 @@ cache::RegionCache &export_cache() {
     return *g_export;
 }
 
-bool registered(uintptr_t addr, size_t len, bool *host) {
-    if (addr + len < addr) return false;
+bool registered(uintptr_t addr, size_t len, uint64_t token, bool *host) {
+    if (addr + len < addr || token == 0) return false;
     std::lock_guard<std::mutex> g(g_mu);
     for (auto it = g_live.upper_bound(addr); it != g_live.begin();) {
         --it;
-        if (it->first <= addr && addr + len <= it->first + it->second.first) {
-            *host = it->second.second;
+        if (it->second.token == token && addr + len <= it->first + it->second.len) {
+            *host = it->second.host;
             return true;
         }
     }
@@ -331,14 +338,16 @@ Registration *register_memory(void *addr, size_t len, uint64_t host_id, gp_rkey_
         reg->len = mi.length;
         reg->host = false;
     }
+    reg->token = new_secret_token();
+    rkey->token = reg->token;
     gp_rkey_seal(rkey);
-    live_add(reg->addr, reg->len, reg->host);
+    live_add(*reg);
     return reg.release();
 }
 
 void deregister(Registration *reg) noexcept {
     if (reg == nullptr) return;
-    live_remove(reg->addr, reg->len, reg->host);
+    live_remove(*reg);
     delete reg;
 }
 

@@ -9,7 +9,7 @@
 namespace gdrpipe::pipeline {
 
 inline constexpr uint32_t kCtrlMagic = 0x67706374; // "gpct"
-inline constexpr uint16_t kCtrlVersion = 2;
+inline constexpr uint16_t kCtrlVersion = 3;
 
 enum CtrlType : uint16_t {
     kStageOut = 1, // owner: copy [remote_addr, +length) into the ring (a get)
@@ -31,10 +31,11 @@ struct CtrlMsg {
     uint64_t xfer_id;         // nonzero; also stored in the ring header
     uint64_t remote_addr;     // in the owner (receiver of this message)
     uint64_t length;
+    uint64_t token;           // the owner's registration token, from the rkey
     uint32_t checksum;        // hash32_words of every byte before it
     uint32_t reserved;
 };
-static_assert(sizeof(CtrlMsg) == 88);
+static_assert(sizeof(CtrlMsg) == 96);
 
 uint32_t ctrl_checksum(const CtrlMsg &m) noexcept;
 void ctrl_seal(CtrlMsg &m) noexcept;

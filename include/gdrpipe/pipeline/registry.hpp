@@ -32,9 +32,11 @@ Registration *register_memory(void *addr, size_t len, uint64_t host_id, gp_rkey_
                               std::string *err);
 void deregister(Registration *reg) noexcept;
 
-// Whether [addr, addr+len) lies inside one live registration; *host tells
-// whether that registration is host memory.
-bool registered(uintptr_t addr, size_t len, bool *host);
+// Whether [addr, addr+len) lies inside one live registration whose token
+// (the rkey's, handed only to the peers given that rkey) is `token`; *host
+// tells whether that registration is host memory. Knowing an address is not
+// enough to reach memory registered for others (security review M4).
+bool registered(uintptr_t addr, size_t len, uint64_t token, bool *host);
 
 // The process-wide export cache (created on first use; registers the free
 // listener with the CUDA hooks).

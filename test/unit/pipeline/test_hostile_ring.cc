@@ -24,7 +24,7 @@ void post(Node &n, const CtrlMsg &m) {
 }
 
 CtrlMsg stage_out(const StagingSegment &seg, uint64_t xfer_id, uint32_t depth, uint64_t chunk,
-                  uint64_t addr, uint64_t len) {
+                  uint64_t addr, uint64_t len, uint64_t token) {
     CtrlMsg m{};
     m.type = kStageOut;
     m.req_pid = getpid();
@@ -38,6 +38,7 @@ CtrlMsg stage_out(const StagingSegment &seg, uint64_t xfer_id, uint32_t depth, u
     m.xfer_id = xfer_id;
     m.remote_addr = addr;
     m.length = len;
+    m.token = token;
     ctrl_seal(m);
     return m;
 }
@@ -67,7 +68,7 @@ TEST_CASE("hostile requester: a staging header rewritten after attach is not fol
 
         // an honest request first: the owner attaches and serves it
         arm_ring(rh, 1);
-        post(n, stage_out(*seg, 1, 1, kMinChunk, r.addr, kMinChunk));
+        post(n, stage_out(*seg, 1, 1, kMinChunk, r.addr, kMinChunk, r.rkey.token));
         auto t0 = Clock::now();
         while (rh->produced.load() < 1) {
             n.pump();
@@ -86,7 +87,7 @@ TEST_CASE("hostile requester: a staging header rewritten after attach is not fol
         h->depth = kMaxDepth;
         h->ring_stride = kRingHeaderBytes + kMaxDepth * (size_t{1} << 30);
         arm_ring(rh, 2);
-        post(n, stage_out(*seg, 2, kMaxDepth, size_t{1} << 30, r.addr, kBuf));
+        post(n, stage_out(*seg, 2, kMaxDepth, size_t{1} << 30, r.addr, kBuf, r.rkey.token));
         t0 = Clock::now();
         while (std::chrono::duration<double>(Clock::now() - t0).count() < 0.3) n.pump();
 
@@ -164,7 +165,7 @@ TEST_CASE("a requester that stops consuming: the owner drops it after the stall 
         PT_CHECK(seg != nullptr);
         RingHeader *rh = seg->ring(0);
         arm_ring(rh, 1);
-        post(n, stage_out(*seg, 1, 1, kMinChunk, r.addr, kLen));
+        post(n, stage_out(*seg, 1, 1, kMinChunk, r.addr, kLen, r.rkey.token));
         // the first chunk comes (unless the owner's copy itself was slower than
         // the timeout); it is never consumed
         auto t0 = Clock::now();
@@ -194,5 +195,66 @@ TEST_CASE("a requester that stops consuming: the owner drops it after the stall 
         c.stall_timeout_s = 0.3;
         return serve_main(n, {c});
     };
+    REQUIRE(run_pair(a, b, 60) == "");
+}
+
+// Review finding M4: an address alone does not reach the owner's memory. A
+// requester holding the remote key of one buffer names another registered
+// buffer of the owner (or any buffer with no token): refused, the ring's
+// error EACCES, nothing copied; with that buffer's own key it is served.
+TEST_CASE("hostile requester: a staged request reaches only memory whose key it was given",
+          "[pipeline][sim][security]") {
+    SKIP_WITHOUT_SIM();
+    auto a = [](Node &n) -> int {
+        if (int rc = node_setup(n, {config(GP_PATH_STAGED)})) return rc;
+        Reply given, other;
+        PT_CHECK(remote_alloc(n, kHost, kMinChunk, 15, true, &given));
+        PT_CHECK(remote_alloc(n, kHost, kMinChunk, 16, true, &other));
+        PT_CHECK(given.rkey.token != 0 && other.rkey.token != 0);
+        PT_CHECK(given.rkey.token != other.rkey.token);
+        std::string err;
+        auto seg = StagingSegment::create(1, 1, kMinChunk, &err);
+        PT_CHECK(seg != nullptr);
+        RingHeader *rh = seg->ring(0);
+        const uint64_t forged[] = {given.rkey.token, 0, other.rkey.token ^ 1};
+        uint64_t id = 1;
+        for (uint64_t token : forged) {
+            arm_ring(rh, id);
+            post(n, stage_out(*seg, id, 1, kMinChunk, other.addr, kMinChunk, token));
+            auto t0 = Clock::now();
+            while (rh->error.load() == 0) {
+                n.pump();
+                PT_CHECK(std::chrono::duration<double>(Clock::now() - t0).count() < 20);
+            }
+            PT_CHECK(rh->error.load() == EACCES);
+            PT_CHECK(rh->produced.load() == 0);
+            ++id;
+        }
+        // the honest request for the same range, with its own key
+        arm_ring(rh, id);
+        post(n, stage_out(*seg, id, 1, kMinChunk, other.addr, kMinChunk, other.rkey.token));
+        auto t0 = Clock::now();
+        while (rh->produced.load() < 1) {
+            n.pump();
+            PT_CHECK(rh->error.load() == 0);
+            PT_CHECK(std::chrono::duration<double>(Clock::now() - t0).count() < 20);
+        }
+        std::vector<uint8_t> want(kMinChunk);
+        fill_host(want.data(), want.size(), 16);
+        PT_CHECK(std::memcmp(seg->slot(0, 0), want.data(), want.size()) == 0);
+        rh->consumed.store(1);
+        Cmd c;
+        c.op = kStats;
+        Reply s;
+        PT_CHECK(call(n, c, &s));
+        PT_CHECK(s.value == 3); // the three forged requests dropped
+        seg.reset();
+        PT_CHECK(remote_free(n, given.addr));
+        PT_CHECK(remote_free(n, other.addr));
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
     REQUIRE(run_pair(a, b, 60) == "");
 }

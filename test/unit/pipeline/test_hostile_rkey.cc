@@ -117,18 +117,25 @@ TEST_CASE("a loopback endpoint reaches only registered memory", "[pipeline][sim]
         k.base = reinterpret_cast<uintptr_t>(victim.p);
         k.length = len;
         gp_rkey_seal(&k);
-        auto put = [&]() { return xfer(n, 0, false, src.p, len, k.base, k, 10, self); };
-        const int st = put();
+        auto put = [&](const gp_rkey_t &key) {
+            return xfer(n, 0, false, src.p, len, k.base, key, 10, self);
+        };
+        const int st = put(k);
         std::fprintf(stderr, "loopback into unregistered memory: %d\n", st);
         PT_CHECK(st != 0 && st != -9999);
         std::vector<uint8_t> back(len, 1);
         PT_CHECK(buf_read(victim, back.data(), len));
         PT_CHECK(std::all_of(back.begin(), back.end(), [](uint8_t b) { return b == 0; }));
-        // registered, the same loopback copy is allowed
+        // registered, the forged key (no token) is still refused (review
+        // finding M4); the registration's own key is allowed
         void *reg = nullptr;
         gp_rkey_t own{};
         PT_CHECK(gp_mem_register(victim.p, len, 0, &own, &reg, err, sizeof(err)) == 0);
-        PT_CHECK(put() == 0);
+        const int forged = put(k);
+        PT_CHECK(forged != 0 && forged != -9999);
+        PT_CHECK(buf_read(victim, back.data(), len));
+        PT_CHECK(std::all_of(back.begin(), back.end(), [](uint8_t b) { return b == 0; }));
+        PT_CHECK(put(own) == 0);
         PT_CHECK(buf_check(victim, 31));
         gp_mem_deregister(reg);
         gp_shm_disconnect(n.iface, self);
