@@ -66,7 +66,7 @@ uint64_t gp_rdma_dev_fabric_id(const gp_rdma_dev_t *dev);
 const char *gp_rdma_gpudirect_mode(void);
 
 /* ---- memory ------------------------------------------------------------- */
-#define GP_RDMA_RKEY_SIZE 24
+#define GP_RDMA_RKEY_SIZE 32
 /* Registers [addr, addr+len) (host or CUDA memory) and exposes it to every
  * endpoint of dev: writes GP_RDMA_RKEY_SIZE bytes to rkey_out. */
 int gp_rdma_mem_reg(gp_rdma_dev_t *dev, void *addr, size_t len, void *rkey_out,

@@ -14,6 +14,7 @@
 #include "gdrpipe/rdma/gpudirect.hpp"
 #include "gdrpipe/rdma/port_crossover.hpp"
 #include "gdrpipe/rdma/transfer.hpp"
+#include "gdrpipe/secret_token.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -102,6 +103,7 @@ struct gp_rdma_dev {
     struct Exposure {
         std::uintptr_t addr = 0;
         std::size_t len = 0;
+        std::uint64_t token = 0; // in the rkey; staged requests must name it
         Registration reg;
     };
     std::mutex mu; // exposures, fake_dev
@@ -109,10 +111,10 @@ struct gp_rdma_dev {
     std::uint32_t next_key = 1;
     std::set<std::uintptr_t> fake_dev; // allocations declared to the fake device
 
-    bool exposed(std::uint32_t key, std::uint64_t addr, std::uint64_t len) {
+    bool exposed(std::uint32_t key, std::uint64_t token, std::uint64_t addr, std::uint64_t len) {
         std::lock_guard<std::mutex> g(mu);
         auto it = exposures.find(key);
-        if (it == exposures.end()) return false;
+        if (it == exposures.end() || it->second.token != token) return false;
         const Exposure &e = it->second;
         return addr >= e.addr && len <= e.len && addr - e.addr <= e.len - len;
     }
@@ -354,10 +356,12 @@ int gp_rdma_mem_reg(gp_rdma_dev_t *dev, void *addr, size_t len, void *rkey_out, 
         GP_DEBUG("rdma: %p+%zu not registered (%s): staged only", addr, len,
                  r.error().message.c_str());
     }
+    x.token = gdrpipe::new_secret_token();
     RemoteKey k;
     k.addr = x.addr;
     k.len = x.len;
     k.rkey = x.reg.rkey();
+    k.token = x.token;
     {
         std::lock_guard<std::mutex> g(dev->mu);
         do {
@@ -404,8 +408,8 @@ gp_rdma_ep_t *gp_rdma_ep_create(gp_rdma_dev_t *dev, const gp_rdma_ep_config_t *c
     }
     tc.slot_size = cfg->slot_size;
     tc.slots = cfg->slots;
-    tc.exposed = [dev](std::uint32_t key, std::uint64_t a, std::uint64_t n) {
-        return dev->exposed(key, a, n);
+    tc.exposed = [dev](std::uint32_t key, std::uint64_t token, std::uint64_t a, std::uint64_t n) {
+        return dev->exposed(key, token, a, n);
     };
     tc.flush_remote_writes = [](std::uint64_t addr, std::uint64_t) {
         gp_mem_info_t info;

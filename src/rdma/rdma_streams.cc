@@ -166,7 +166,7 @@ void TransferEngine::Impl::on_put_begin(const CtrlMsg &m) {
     in->len = m.len;
     in->nchunks = static_cast<std::uint32_t>((m.len + cfg.slot_size - 1) / cfg.slot_size);
     pipeline::LocalMem mem;
-    if (!exposed(m.key_id, m.addr, m.len)) {
+    if (!exposed(m.key_id, m.token, m.addr, m.len)) {
         GP_PEER_ERROR("rdma: peer put %u to 0x%llx+%llu outside any exposed range: refused",
                       m.id, static_cast<unsigned long long>(m.addr),
                       static_cast<unsigned long long>(m.len));
@@ -189,7 +189,7 @@ void TransferEngine::Impl::on_get_req(const CtrlMsg &m) {
         protocol_error("bad GET_REQ");
         return;
     }
-    if (!exposed(m.key_id, m.addr, m.len)) {
+    if (!exposed(m.key_id, m.token, m.addr, m.len)) {
         GP_PEER_ERROR("rdma: peer get %u from 0x%llx+%llu outside any exposed range: refused",
                       m.id, static_cast<unsigned long long>(m.addr),
                       static_cast<unsigned long long>(m.len));

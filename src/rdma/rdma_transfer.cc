@@ -21,6 +21,7 @@ std::vector<std::uint8_t> pack_remote_key(const RemoteKey &k) {
     put_le<std::uint64_t>(&b[8], k.len);
     put_le<std::uint32_t>(&b[16], k.rkey);
     put_le<std::uint32_t>(&b[20], k.key_id);
+    put_le<std::uint64_t>(&b[24], k.token);
     return b;
 }
 
@@ -33,7 +34,8 @@ Expected<RemoteKey> unpack_remote_key(std::span<const std::uint8_t> b) {
     k.len = get_le<std::uint64_t>(&b[8]);
     k.rkey = get_le<std::uint32_t>(&b[16]);
     k.key_id = get_le<std::uint32_t>(&b[20]);
-    if (k.len == 0 || k.addr + k.len < k.addr || k.key_id == 0) {
+    k.token = get_le<std::uint64_t>(&b[24]);
+    if (k.len == 0 || k.addr + k.len < k.addr || k.key_id == 0 || k.token == 0) {
         return make_error(-EINVAL, "rdma remote key: bad range");
     }
     return k;
@@ -157,6 +159,7 @@ int TransferEngine::Impl::start(bool is_get, const LocalBuffer &local, std::uint
         xr.raddr = raddr;
         xr.rkey = key.rkey;
         xr.key_id = key.key_id;
+        xr.token = key.token;
         xr.flush_at_target = key.flush_on_write();
         post_direct(xr);
         return 0;
@@ -167,6 +170,7 @@ int TransferEngine::Impl::start(bool is_get, const LocalBuffer &local, std::uint
     CtrlMsg m;
     m.id = xr.id;
     m.key_id = key.key_id;
+    m.token = key.token;
     m.addr = raddr;
     m.len = local.len;
     if (is_get) {
@@ -231,6 +235,7 @@ void TransferEngine::Impl::on_completion(const Completion &c) {
                 m.type = static_cast<std::uint32_t>(CtrlType::write_flush);
                 m.id = x.id;
                 m.key_id = x.key_id;
+                m.token = x.token;
                 m.addr = x.raddr;
                 m.len = x.sge.length;
                 x.flush_requested = true;
@@ -286,12 +291,13 @@ void TransferEngine::Impl::on_ctrl(const void *msg, std::size_t len) {
     }
 }
 
-bool TransferEngine::Impl::exposed(std::uint32_t key_id, std::uint64_t addr, std::uint64_t len) const {
+bool TransferEngine::Impl::exposed(std::uint32_t key_id, std::uint64_t token, std::uint64_t addr,
+                                   std::uint64_t len) const {
     if (cfg.exposed) {
-        return len != 0 && cfg.exposed(key_id, addr, len);
+        return len != 0 && token != 0 && cfg.exposed(key_id, token, addr, len);
     }
     auto it = exposures.find(key_id);
-    if (it == exposures.end() || len == 0) {
+    if (it == exposures.end() || len == 0 || token == 0 || it->second.token != token) {
         return false;
     }
     const Exposure &e = it->second;
@@ -312,7 +318,7 @@ void TransferEngine::Impl::on_write_flush(const CtrlMsg &m) {
     CtrlMsg a;
     a.type = static_cast<std::uint32_t>(CtrlType::flush_ack);
     a.id = m.id;
-    if (!exposed(m.key_id, m.addr, m.len)) {
+    if (!exposed(m.key_id, m.token, m.addr, m.len)) {
         a.status = -EACCES;
     } else if (cfg.flush_remote_writes) {
         a.status = cfg.flush_remote_writes(m.addr, m.len);
@@ -561,10 +567,12 @@ Expected<RemoteKey> TransferEngine::expose(const LocalBuffer &buf) {
     if (r) {
         x.reg = std::move(r.value());
     }
+    x.token = new_secret_token();
     RemoteKey k;
     k.addr = x.addr;
     k.len = x.len;
     k.rkey = x.reg.rkey();
+    k.token = x.token;
     const std::uint32_t flag =
         (buf.kind == MemKind::device && im.cfg.flush_remote_writes) ? kKeyFlushOnWrite : 0;
     do {

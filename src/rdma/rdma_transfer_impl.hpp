@@ -6,6 +6,7 @@
 #include <gdrpipe/log.hpp>
 #include <gdrpipe/rdma/ctrl_msg.hpp>
 #include <gdrpipe/rdma/transfer.hpp>
+#include <gdrpipe/secret_token.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -146,6 +147,7 @@ struct TransferEngine::Impl {
         std::uint64_t raddr = 0;
         std::uint32_t rkey = 0;
         std::uint32_t key_id = 0;
+        std::uint64_t token = 0;
         bool flush_at_target = false; // direct put: WRITE_FLUSH after the WRITE
         bool flush_requested = false;
         // staged
@@ -158,6 +160,7 @@ struct TransferEngine::Impl {
     struct Exposure {
         std::uintptr_t addr = 0;
         std::size_t len = 0;
+        std::uint64_t token = 0; // handed out in the RemoteKey, asked back
         Registration reg;
     };
 
@@ -239,8 +242,10 @@ struct TransferEngine::Impl {
     void protocol_error(const char *why) { conn->fail(-EPROTO, std::string("protocol error: ") + why); }
     void on_recv(const Completion &c, std::uint32_t buf);
     void on_ctrl(const void *msg, std::size_t len);
-    // Owner side: is [addr, addr+len) inside exposure key_id?
-    bool exposed(std::uint32_t key_id, std::uint64_t addr, std::uint64_t len) const;
+    // Owner side: is [addr, addr+len) inside exposure key_id, whose token
+    // is `token`?
+    bool exposed(std::uint32_t key_id, std::uint64_t token, std::uint64_t addr,
+                 std::uint64_t len) const;
     void nack(std::uint32_t id, bool get, int status);
     void on_put_begin(const CtrlMsg &m);
     void on_get_req(const CtrlMsg &m);

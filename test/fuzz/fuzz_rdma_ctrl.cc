@@ -1,6 +1,6 @@
 // The RDMA wire's control messages (rdma/ctrl_msg.hpp) from a misbehaving
 // remote peer: two engines on the fake fabric, a staged put from a to b
-// optionally in flight, then the input's 40-byte messages delivered to one
+// optionally in flight, then the input's 48-byte messages delivered to one
 // of them between progress rounds. Whatever arrives: no crash, no
 // sanitizer report, the engines are destroyed cleanly.
 //   byte 0: bit 0 = start the put first, bit 1 = deliver to b (else a)

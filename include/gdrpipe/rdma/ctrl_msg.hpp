@@ -20,8 +20,9 @@ struct CtrlMsg {
     std::uint64_t len = 0;
     std::int32_t status = 0;
     std::uint32_t imm = 0; // CREDIT: the imm of the chunk; NACK: 1 = get
+    std::uint64_t token = 0; // PUT_BEGIN, GET_REQ, WRITE_FLUSH: the exposure's secret token
 };
-static_assert(sizeof(CtrlMsg) == 40);
+static_assert(sizeof(CtrlMsg) == 48);
 
 inline std::uint32_t make_imm(bool get_resp, std::uint32_t id, std::uint32_t slot, std::uint32_t chunk) {
     return (get_resp ? 1u << 31 : 0u) | ((id & 0x3ffu) << 21) | ((slot & 0x1fu) << 16) |

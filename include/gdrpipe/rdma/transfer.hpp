@@ -46,10 +46,13 @@ struct TransferConfig {
     // out / 3 in). Tests and calibration put their own here.
     std::shared_ptr<pipeline::ChunkCopier> out_copier;
     std::shared_ptr<pipeline::ChunkCopier> in_copier;
-    // Owner-side check of a staged request (key_id, [addr, addr+len)). Empty:
-    // this engine's own expose() table. Set by users whose keys are shared by
-    // several endpoints (the UCX glue: one rkey per memory domain).
-    std::function<bool(std::uint32_t key_id, std::uint64_t addr, std::uint64_t len)> exposed;
+    // Owner-side check of a staged request (key_id, its secret token, [addr,
+    // addr+len)). Empty: this engine's own expose() table. Set by users whose
+    // keys are shared by several endpoints (the UCX glue: one rkey per memory
+    // domain).
+    std::function<bool(std::uint32_t key_id, std::uint64_t token, std::uint64_t addr,
+                       std::uint64_t len)>
+        exposed;
     // Owner side: a peer's direct put into [addr, addr+len) (a range exposed
     // with kKeyFlushOnWrite) has been placed by the NIC; make it visible to
     // CUDA work (cuFlushGPUDirectRDMAWrites). 0 or -errno (the put fails).
@@ -78,10 +81,14 @@ struct RemoteKey {
     std::uint64_t len = 0;
     std::uint32_t rkey = 0;   // 0: no MR, staged only
     std::uint32_t key_id = 0; // owner-side exposure id (staged requests)
+    // the exposure's secret token (secret_token.hpp): key ids are small and
+    // reused, so a staged request must also name this to be served (review
+    // finding M4)
+    std::uint64_t token = 0;
     bool direct() const noexcept { return rkey != 0; }
     bool flush_on_write() const noexcept { return (key_id & kKeyFlushOnWrite) != 0; }
 };
-inline constexpr std::size_t kRemoteKeySize = 24;
+inline constexpr std::size_t kRemoteKeySize = 32;
 std::vector<std::uint8_t> pack_remote_key(const RemoteKey &k);
 Expected<RemoteKey> unpack_remote_key(std::span<const std::uint8_t> blob);
 

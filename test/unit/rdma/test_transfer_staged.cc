@@ -184,6 +184,49 @@ TEST_CASE("staged: ranges the owner did not expose are refused (NACK), link surv
     CHECK(gone.status == -EACCES);
 }
 
+// Review finding M4: key ids count up and are easy to guess; a staged
+// request must also carry the exposure's secret token, which only the
+// holders of its RemoteKey have.
+TEST_CASE("staged: a live exposure's key id without its token is refused", "[rdma][staged]") {
+    Pair p;
+    std::vector<std::uint8_t> given(4096, 0), other(4096, 0);
+    auto gkey = p.b.eng->expose({given.data(), given.size()}).value();
+    auto okey = p.b.eng->expose({other.data(), other.size()}).value();
+    CHECK(gkey.token != 0);
+    CHECK(okey.token != 0);
+    CHECK(gkey.token != okey.token);
+    auto src = pattern(4096, 5);
+    for (std::uint64_t token : {gkey.token, okey.token ^ 1, okey.token + 1}) {
+        RemoteKey guessed = okey; // id, address and length right
+        guessed.rkey = 0;         // the staged path
+        guessed.token = token;
+        Result put, get;
+        REQUIRE(p.a.eng->put({src.data(), 4096}, okey.addr, guessed, put.cb()) == 0);
+        std::vector<std::uint8_t> back(4096, 1);
+        REQUIRE(p.a.eng->get({back.data(), 4096}, okey.addr, guessed, get.cb()) == 0);
+        REQUIRE(p.run_until([&] { return put.done && get.done; }));
+        CHECK(put.status == -EACCES);
+        CHECK(get.status == -EACCES);
+        CHECK(std::all_of(back.begin(), back.end(), [](std::uint8_t b) { return b == 1; }));
+    }
+    CHECK(std::all_of(other.begin(), other.end(), [](std::uint8_t b) { return b == 0; }));
+    // a remote key without a token does not even unpack
+    RemoteKey none = okey;
+    none.token = 0;
+    CHECK(!unpack_remote_key(pack_remote_key(none)));
+    CHECK(unpack_remote_key(pack_remote_key(okey)).value().token == okey.token);
+    // with its own token the same request is served
+    RemoteKey own = okey;
+    own.rkey = 0;
+    Result ok;
+    REQUIRE(p.a.eng->put({src.data(), 4096}, okey.addr, own, ok.cb()) == 0);
+    REQUIRE(p.run_until([&] { return ok.done; }));
+    CHECK(ok.status == 0);
+    CHECK(std::memcmp(other.data(), src.data(), 4096) == 0);
+    CHECK(p.a.conn_errors == 0);
+    REQUIRE(p.drain());
+}
+
 TEST_CASE("staged: a failing stage step fails that transfer only", "[rdma][staged]") {
     Pair p;
     std::vector<std::uint8_t> owner(100000, 0);
