@@ -53,7 +53,7 @@ bool process_alive(pid_t pid, uint64_t start_time) noexcept {
 
 PeerState *XferEngine::Impl::peer_state(wire::ShmPeer *peer) {
     const pid_t pid = peer->pid();
-    const uint64_t start = peer->fifo().header()->owner_start_time;
+    const uint64_t start = peer->start_time(); // never the shared header's
     auto it = peers.find(peer);
     if (it != peers.end()) {
         if (it->second->pid == pid && it->second->start == start) return it->second.get();

@@ -178,13 +178,23 @@ ShmPeer *ShmIface::connect(const void *addr, size_t len, std::string *err) {
         ::munmap(p, size);
         return nullptr;
     }
+    // the owner's start time: the kernel's, which the header must agree
+    // with; kept privately from here on (any producer can rewrite the header)
+    const uint64_t claimed = fifo.header()->owner_start_time;
+    const uint64_t kernel = process_start_time(a.pid);
+    if (kernel != 0 && claimed != kernel) {
+        ::munmap(p, size);
+        *err = "peer segment rejected: its owner start time is not that of pid " +
+               std::to_string(a.pid) + " (a stale segment, or its header was rewritten)";
+        return nullptr;
+    }
     auto *peer = new ShmPeer();
     peer->pid_ = a.pid;
     peer->seg_id_ = a.seg_id;
     peer->map_ = p;
     peer->map_size_ = size;
     peer->fifo_ = fifo;
-    peer->start_time_ = peer->fifo_.header()->owner_start_time;
+    peer->start_time_ = kernel != 0 ? kernel : claimed;
     peer->refs_ = 1;
     peers_.emplace(key, peer);
     GP_DEBUG("shm iface: connected to pid %d seg %016llx", int(a.pid),

@@ -44,6 +44,10 @@ public:
     pid_t pid() const noexcept { return pid_; }
     uint64_t seg_id() const noexcept { return seg_id_; }
     Fifo &fifo() noexcept { return fifo_; }
+    // the peer process's start time, checked against the kernel's at connect
+    // and kept here: the copy in the shared FIFO header can be rewritten by
+    // any producer (review finding M2)
+    uint64_t start_time() const noexcept { return start_time_; }
     // false once the peer process has exited (or its pid was reused)
     bool alive() const noexcept;
 

@@ -258,3 +258,30 @@ TEST_CASE("hostile requester: a staged request reaches only memory whose key it 
     auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
     REQUIRE(run_pair(a, b, 60) == "");
 }
+
+// Review finding M2 (in part): the owner's start time in the shared FIFO
+// header can be rewritten by any producer. Read from there per transfer, a
+// rewrite made every other producer take the owner for a new process and
+// fail all transfers to it; now it is the kernel's, checked and kept at
+// connect.
+TEST_CASE("a producer that rewrites the owner's start time cuts nobody off",
+          "[pipeline][sim][security]") {
+    SKIP_WITHOUT_SIM();
+    auto a = [](Node &n) -> int {
+        if (int rc = node_setup(n, {config(GP_PATH_STAGED)})) return rc;
+        if (int rc = get_put(n, 0, kDev0, kHost, 300000, 17)) return rc;
+        auto *peer = reinterpret_cast<gdrpipe::wire::ShmPeer *>(n.peer);
+        const uint64_t honest = peer->start_time();
+        PT_CHECK(honest != 0);
+        PT_CHECK(peer->fifo().header()->owner_start_time == honest);
+        peer->fifo().header()->owner_start_time = honest + 12345; // the hostile write
+        if (int rc = get_put(n, 0, kDev0, kHost, 300000, 18)) return rc;
+        PT_CHECK(n.eng()->stats().peers_failed == 0);
+        peer->fifo().header()->owner_start_time = honest;
+        PT_CHECK(quit(n));
+        node_teardown(n);
+        return 0;
+    };
+    auto b = [](Node &n) { return serve_main(n, {config(GP_PATH_AUTO)}); };
+    REQUIRE(run_pair(a, b, 60) == "");
+}

@@ -314,3 +314,33 @@ TEST_CASE("a held peer outlives its connection; pinning is tried once", "[wire][
     CHECK(got == v);
     rx->rx().release();
 }
+
+// Review finding M2 (in part): the owner's start time is the kernel's, and a
+// header that disagrees with it is refused at connect; a connected peer keeps
+// what it checked whatever the header says later.
+TEST_CASE("connect checks the owner's start time against the kernel's", "[wire][security]") {
+    std::string err;
+    auto rx = ShmIface::open(ShmConfig{16, 256}, &err);
+    auto tx = ShmIface::open(ShmConfig{16, 256}, &err);
+    auto tx2 = ShmIface::open(ShmConfig{16, 256}, &err);
+    REQUIRE(rx);
+    REQUIRE(tx);
+    REQUIRE(tx2);
+    ShmAddress a = rx->address();
+    ShmPeer *peer = tx->connect(&a, sizeof(a), &err);
+    REQUIRE(peer != nullptr);
+    const uint64_t honest = process_start_time(getpid());
+    REQUIRE(honest != 0);
+    CHECK(peer->start_time() == honest);
+    rx->rx().header()->owner_start_time = honest + 1; // any producer can write this
+    CHECK(peer->start_time() == honest);
+    CHECK(peer->alive());
+    err.clear();
+    CHECK(tx2->connect(&a, sizeof(a), &err) == nullptr);
+    CHECK(err.find("start time") != std::string::npos);
+    rx->rx().header()->owner_start_time = honest;
+    ShmPeer *again = tx2->connect(&a, sizeof(a), &err);
+    REQUIRE(again != nullptr);
+    tx2->release(again);
+    tx->release(peer);
+}
