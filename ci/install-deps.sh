@@ -10,7 +10,7 @@ apt-get install -y -q --no-install-recommends \
     openmpi-bin libopenmpi-dev \
     catch2 \
     libibverbs-dev ibverbs-providers rdma-core \
-    valgrind dpkg-dev procps ca-certificates xz-utils
+    valgrind dpkg-dev procps iproute2 util-linux ca-certificates xz-utils
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/fetch-ucx-source.sh" "$here/../subprojects/ucx-src"
 if [ ! -f /usr/local/cuda/include/cuda.h ]; then

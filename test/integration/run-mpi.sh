@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run a 2-rank MPI program so that only pml ucx carries data, with the same
+# Run an MPI program (2 ranks unless told) so that only pml ucx carries data, with the same
 # switches for every integration test. The environment decides the transport:
 #   RUN_MPI_PRELOAD  library preloaded into the ranks only (the gdrpipe
 #                    plugin), not into mpirun itself
@@ -10,6 +10,10 @@
 #   RUN_MPI_NP       number of ranks (default 2)
 #   RUN_MPI_LAUNCHER shell script run in front of mpirun (gdrpipe-run of the
 #                    build tree: its settings, preloads and component path)
+#   RUN_MPI_HOSTS    N > 1: the ranks spread round-robin over N hosts made
+#                    on this machine (test/multihost/hosts.sh: network and
+#                    UTS namespaces; needs root, else exit 77 = skipped), so
+#                    ranks 2k and 2k+1 are on different hosts
 # Fails if the run leaves new UCX/MPI/gdrpipe files in /dev/shm
 # (RUN_MPI_SHM_CHECK=0 turns that off).
 # Usage: run-mpi.sh PROGRAM [ARGS...]
@@ -33,13 +37,25 @@ if [ -n "${RUN_MPI_PRELOAD:-}" ]; then
     fwd="$fwd -x LD_PRELOAD=$RUN_MPI_PRELOAD"
 fi
 
+hosts=${RUN_MPI_HOSTS:-1}
+wrap=""
+if [ "$hosts" -gt 1 ]; then
+    mh=$(cd "$(dirname "$0")/../multihost" && pwd)
+    per=$(( (np + hosts - 1) / hosts ))
+    list=$(seq 1 "$hosts" | sed "s/.*/h&:$per/" | paste -sd, -)
+    wrap="sh $mh/hosts.sh $hosts"
+    fwd="$fwd --host $list --map-by node --mca plm_rsh_agent $mh/agent.sh"
+    fwd="$fwd --mca oob_tcp_if_include 10.77.0.0/24"
+fi
+
 # shellcheck disable=SC2086
-timeout --kill-after=10 "$limit" \
+$wrap timeout --kill-after=10 "$limit" \
     ${RUN_MPI_LAUNCHER:+sh "$RUN_MPI_LAUNCHER"} mpirun --allow-run-as-root --oversubscribe -np "$np" \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca osc ^ucx --mca btl ^vader,tcp,openib,uct \
         $fwd "$@"
 rc=$?
+[ "$rc" -ne 77 ] || exit 77
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     echo "run-mpi.sh: timed out after ${limit}s" >&2
 fi
