@@ -4,7 +4,10 @@
  * UCX_PROTO_ENABLE is left to the environment.
  *   --kill-peer      the child is SIGKILLed in the middle of large transfers;
  *                    the parent (endpoint in UCP_ERR_HANDLING_MODE_PEER) must
- *                    see an error within --timeout seconds (default 10)
+ *                    see an error within --timeout seconds (default 10), then
+ *                    after ucp_cleanup have a working CUDA context and its
+ *                    resources back (res_check.h)
+ *   --kill-sender    the same, the child being the sender of those transfers
  *   --memtest-crash  regression of shared/notes/ucx-1.13-plugin.md section 2:
  *                    a host message first, then small device-buffer sends on
  *                    the inline path (to the peer and to itself). -d cuda.
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +37,7 @@
 
 static int g_kill_peer, g_memtest, g_cycles;
 static double g_timeout = 10.0;
+static double g_kill_delay = 0.002; /* how long the child progresses before it dies */
 static pid_t g_child = -1;
 
 typedef struct {
@@ -150,6 +155,8 @@ static int extra_opt(int opt, const char *arg)
 {
     switch (opt) {
     case 'K': g_kill_peer = 1; return 0;
+    case 'S': g_kill_peer = 2; return 0;
+    case 'D': g_kill_delay = atof(arg) * 1e-6; return g_kill_delay >= 0 ? 0 : -1;
     case 'M': g_memtest = 1; return 0;
     case 'T': g_timeout = atof(arg); return g_timeout > 0 ? 0 : -1;
     case 'C': g_cycles = atoi(arg); return g_cycles > 0 ? 0 : -1;
@@ -158,9 +165,14 @@ static int extra_opt(int opt, const char *arg)
 }
 
 static const char *const g_usage =
-    "  --kill-peer           SIGKILL the child during large transfers; pass if\n"
-    "                        the parent gets an error within --timeout\n"
-    "  --timeout S           bound for --kill-peer (default 10 s)\n"
+    "  --kill-peer           SIGKILL the child during large transfers to it; pass\n"
+    "                        if the parent gets an error within --timeout, and\n"
+    "                        after cleanup its CUDA context works and its\n"
+    "                        resources are back where they were\n"
+    "  --kill-sender         the same with the child sending them\n"
+    "  --kill-delay US       how long the child progresses its transfers before\n"
+    "                        it dies (default 2000 us)\n"
+    "  --timeout S           bound for --kill-peer/--kill-sender (default 10 s)\n"
     "  --memtest-crash       host message, then small device sends (-d cuda)\n"
     "  --cycles N            N x (ucp_init .. schedule .. ucp_cleanup) in one\n"
     "                        process; after each cleanup fds, threads, memfd/shm\n"
@@ -168,74 +180,140 @@ static const char *const g_usage =
     "                        must be back at their value before the first init\n";
 
 /* ------------------------------------------------------------ kill-peer -- */
+/* The parent survives, the child is SIGKILLed in the middle of large
+ * transfers: as their receiver (--kill-peer) or as their sender
+ * (--kill-sender). The parent must see the endpoint error within --timeout
+ * with no request left hanging (receives the dead peer never matched are
+ * cancelled, as an application would); then, after ucp_cleanup, its CUDA
+ * context must still work and its resources (fds, memfd and /dev/shm
+ * mappings, the simulator's imports and allocations) be back where they
+ * were before ucp_init: the dead peer's FIFO, staging segment and imports
+ * closed. */
+static gp_res_t g_kill_base; /* the parent's resources before ucp_init */
+
+/* reaps the child (or kills it at the bound), progressing meanwhile */
+static double kill_wait_child(side_t *s)
+{
+    const double t0 = gp_now();
+    int status = 0, reaped = 0;
+    while (!reaped && gp_now() - t0 < g_timeout) {
+        ucp_worker_progress(s->u.worker);
+        reaped = waitpid(g_child, &status, WNOHANG) == g_child;
+    }
+    if (!reaped) {
+        kill(g_child, SIGKILL);
+        waitpid(g_child, &status, 0);
+    }
+    printf("ucp_verify: child %s after %.1f ms\n",
+           WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? "SIGKILLed" : "ended",
+           (gp_now() - t0) * 1e3);
+    return gp_now();
+}
+
+/* ok / error / still in progress among the requests */
+static void kill_count(ucs_status_ptr_t *r, int n, int *ok, int *err, int *pending)
+{
+    *ok = *err = *pending = 0;
+    for (int i = 0; i < n; ++i) {
+        ucs_status_t st = r[i] == NULL            ? UCS_OK
+                          : UCS_PTR_IS_ERR(r[i]) ? UCS_PTR_STATUS(r[i])
+                                                 : ucp_request_check_status(r[i]);
+        *ok += st == UCS_OK;
+        *err += st != UCS_OK && st != UCS_INPROGRESS;
+        *pending += st == UCS_INPROGRESS;
+    }
+}
+
+/* after ucp_cleanup: the CUDA context works, the resources are back */
+static int kill_after_cleanup(vx_t *v)
+{
+    int bad = 0;
+    if (v->o.mem == GP_MEM_CUDA) {
+        const size_t n = (size_t)1 << 20;
+        void *d = gp_mem_alloc(v->o.mem, n);
+        gp_mem_diff_t diff;
+        bad = d == NULL || gp_mem_fill(v->o.mem, d, n, 77) != 0 ||
+              gp_mem_verify(v->o.mem, d, n, 77, &diff) != 0;
+        gp_mem_free(v->o.mem, d);
+        printf("ucp_verify: kill-peer: CUDA context after cleanup: %s\n",
+               bad ? "FAILED (allocation, fill or read back)" : "works");
+    }
+    gp_res_t now;
+    int diff = gp_res_take(&now) != 0 ? 1
+                                      : gp_res_diff(&g_kill_base, &now, "ucp_verify: survivor");
+    printf("ucp_verify: kill-peer: survivor's resources after cleanup: %s\n",
+           diff ? "NOT back to the baseline (above)" : "back to the baseline");
+    return bad || diff;
+}
+
 static int kill_peer_parent(side_t *s, vx_t *v)
 {
     const size_t len = v->o.max;
-    enum { NSEND = 4 };
-    ucs_status_ptr_t r[NSEND + 2];
-    int nreq = 0, ok = 0, err = 0, pending = 0;
+    const int sender_dies = g_kill_peer == 2;
+    enum { NOPS = 4 };
+    ucs_status_ptr_t r[NOPS + 2];
+    int nreq = 0, ok = 0, err = 0, pending = 0, cancelled = 0;
     char c;
     void *buf = gp_mem_alloc(v->o.mem, len);
     if (buf == NULL || gp_mem_fill(v->o.mem, buf, len, 1) != 0) {
         return 1;
     }
     /* one complete message first: the connection works */
-    if (gp_ucp_send(&s->u, buf, len, 1, OP_TIMEOUT) != UCS_OK) {
+    ucs_status_t first = sender_dies ? gp_ucp_recv(&s->u, buf, len, 1, NULL, OP_TIMEOUT)
+                                     : gp_ucp_send(&s->u, buf, len, 1, OP_TIMEOUT);
+    if (first != UCS_OK) {
         fprintf(stderr, "ucp_verify: first message failed\n");
         return 1;
     }
-    for (int i = 0; i < NSEND; ++i) {
-        r[nreq++] = gp_ucp_isend(&s->u, buf, len, 2);
+    for (int i = 0; i < NOPS; ++i) {
+        r[nreq++] = sender_dies ? gp_ucp_irecv(&s->u, buf, len, 2, NULL)
+                                : gp_ucp_isend(&s->u, buf, len, 2);
     }
-    /* the child says it is inside its receives, then kills itself after a
+    /* the child says it is inside its operations, then kills itself after a
      * short while; reap it so that liveness checks see it gone */
     if (gp_fd_read(s->fd, &c, 1) != 0) {
         fprintf(stderr, "ucp_verify: child did not report\n");
     }
-    const double t0 = gp_now();
-    int status = 0, reaped = 0;
-    double t_dead = 0;
-    while (!reaped && gp_now() - t0 < g_timeout) {
-        ucp_worker_progress(s->u.worker);
-        if (waitpid(g_child, &status, WNOHANG) == g_child) {
-            reaped = 1;
-            t_dead = gp_now();
-        }
+    const double t_dead = kill_wait_child(s);
+    if (!sender_dies) {
+        /* after the death: one more small and one more large send */
+        r[nreq++] = gp_ucp_isend(&s->u, buf, 8, 3);
+        r[nreq++] = gp_ucp_isend(&s->u, buf, len, 4);
     }
-    if (!reaped) {
-        kill(g_child, SIGKILL);
-        waitpid(g_child, &status, 0);
-        t_dead = gp_now();
-    }
-    printf("ucp_verify: child %s after %.1f ms\n",
-           WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? "SIGKILLed" : "ended",
-           (t_dead - t0) * 1e3);
-    /* after the death: one more small and one more large send */
-    r[nreq++] = gp_ucp_isend(&s->u, buf, 8, 3);
-    r[nreq++] = gp_ucp_isend(&s->u, buf, len, 4);
     for (;;) {
-        ok = err = pending = 0;
-        for (int i = 0; i < nreq; ++i) {
-            ucs_status_t st = r[i] == NULL            ? UCS_OK
-                              : UCS_PTR_IS_ERR(r[i]) ? UCS_PTR_STATUS(r[i])
-                                                     : ucp_request_check_status(r[i]);
-            if (st == UCS_INPROGRESS) {
-                ++pending;
-            } else if (st == UCS_OK) {
-                ++ok;
-            } else {
-                ++err;
-            }
+        kill_count(r, nreq, &ok, &err, &pending);
+        /* sends end by themselves; receives that never matched do not */
+        if (sender_dies ? s->u.ep_failed : pending == 0) {
+            break;
         }
-        if (pending == 0 || gp_now() - t_dead > g_timeout) {
+        if (gp_now() - t_dead > g_timeout) {
             break;
         }
         ucp_worker_progress(s->u.worker);
     }
     const double waited = gp_now() - t_dead;
-    printf("ucp_verify: kill-peer: %d sends ok, %d with error, %d pending after "
-           "%.2f s; endpoint error callback: %s%s%s\n", ok, err, pending, waited,
-           s->u.ep_failed ? "yes (" : "no",
+    if (sender_dies && s->u.ep_failed) {
+        /* receives the dead peer's messages never matched stay posted (a
+         * receive belongs to no endpoint): cancel them, as an application
+         * would; every one must then end */
+        for (int i = 0; i < nreq; ++i) {
+            if (UCS_PTR_IS_PTR(r[i]) && ucp_request_check_status(r[i]) == UCS_INPROGRESS) {
+                ucp_request_cancel(s->u.worker, r[i]);
+                ++cancelled;
+            }
+        }
+        const double t_c = gp_now();
+        do {
+            ucp_worker_progress(s->u.worker);
+            kill_count(r, nreq, &ok, &err, &pending);
+        } while (pending != 0 && gp_now() - t_c < g_timeout);
+    } else {
+        kill_count(r, nreq, &ok, &err, &pending);
+    }
+    printf("ucp_verify: kill-%s: %d %s ok, %d with error (%d of them cancelled), %d pending "
+           "after %.2f s; endpoint error callback: %s%s%s\n",
+           sender_dies ? "sender" : "peer", ok, sender_dies ? "receives" : "sends", err,
+           cancelled, pending, waited, s->u.ep_failed ? "yes (" : "no",
            s->u.ep_failed ? ucs_status_string(s->u.ep_status) : "",
            s->u.ep_failed ? ")" : "");
     for (int i = 0; i < nreq; ++i) {
@@ -248,35 +326,60 @@ static int kill_peer_parent(side_t *s, vx_t *v)
     }
     gp_ucp_close(&s->u, 1);
     gp_mem_free(v->o.mem, buf);
-    int pass = (err > 0 || s->u.ep_failed) && pending == 0;
-    printf("ucp_verify: kill-peer %s: %s within %.0f s\n", pass ? "passed" : "FAILED",
-           pass ? "the error was reported" : "no error reported / requests hung",
-           g_timeout);
+    int pass = sender_dies ? s->u.ep_failed && pending == 0
+                           : (err > 0 || s->u.ep_failed) && pending == 0;
+    printf("ucp_verify: kill-%s %s: %s within %.0f s\n", sender_dies ? "sender" : "peer",
+           pass ? "passed" : "FAILED",
+           pass ? "the error was reported" : "no error reported / requests hung", g_timeout);
+    if (kill_after_cleanup(v) != 0) {
+        pass = 0;
+    }
     return pass ? 0 : 1;
+}
+
+static void kill_self(int sig)
+{
+    (void)sig;
+    kill(getpid(), SIGKILL);
 }
 
 static int kill_peer_child(side_t *s, vx_t *v)
 {
     const size_t len = v->o.max;
-    enum { NRECV = 4 };
-    ucs_status_ptr_t r[NRECV];
+    const int sender_dies = g_kill_peer == 2;
+    enum { NOPS = 4 };
+    ucs_status_ptr_t r[NOPS];
     void *buf = gp_mem_alloc(v->o.mem, len);
-    if (buf == NULL || gp_ucp_recv(&s->u, buf, len, 1, NULL, OP_TIMEOUT) != UCS_OK) {
+    if (buf == NULL || gp_mem_fill(v->o.mem, buf, len, 2) != 0) {
         _exit(3);
     }
-    for (int i = 0; i < NRECV; ++i) {
-        r[i] = gp_ucp_irecv(&s->u, buf, len, 2, NULL);
+    ucs_status_t first = sender_dies ? gp_ucp_send(&s->u, buf, len, 1, OP_TIMEOUT)
+                                     : gp_ucp_recv(&s->u, buf, len, 1, NULL, OP_TIMEOUT);
+    if (first != UCS_OK) {
+        _exit(3);
+    }
+    for (int i = 0; i < NOPS; ++i) {
+        r[i] = sender_dies ? gp_ucp_isend(&s->u, buf, len, 2)
+                           : gp_ucp_irecv(&s->u, buf, len, 2, NULL);
     }
     char c = 'k';
     gp_fd_write(s->fd, &c, 1);
-    /* progress a little (some of the data moves), then die mid-transfer */
-    const double t0 = gp_now();
-    while (gp_now() - t0 < 0.002) {
+    /* progress (the data moves), and die at --kill-delay by a timer, which
+     * strikes wherever the process is: also inside a progress call that is
+     * moving data */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = kill_self;
+    sigaction(SIGALRM, &sa, NULL);
+    const long us = (long)(g_kill_delay * 1e6);
+    struct itimerval it = {.it_value = {.tv_sec = us / 1000000, .tv_usec = us % 1000000}};
+    if (us == 0 || setitimer(ITIMER_REAL, &it, NULL) != 0) {
+        kill_self(SIGALRM);
+    }
+    for (;;) {
         ucp_worker_progress(s->u.worker);
     }
-    kill(getpid(), SIGKILL);
     (void)r;
-    _exit(4);
 }
 
 /* -------------------------------------------------------- memtest-crash -- */
@@ -391,22 +494,31 @@ static int memtest_crash(side_t *s)
 }
 
 /* --------------------------------------------------------------- cycles -- */
+/* The program's own CUDA state (the legacy stream, the driver's staging)
+ * belongs in a resource baseline: one device round trip before taking it. */
+static int baseline_warm(const vx_t *v)
+{
+    if (v->o.mem != GP_MEM_CUDA) {
+        return 0;
+    }
+    char c = 1;
+    void *d = gp_devmem_alloc(1);
+    if (d == NULL || gp_devmem_memset(d, 7, 1) || gp_devmem_dtoh(&c, d, 1) || c != 7) {
+        return -1;
+    }
+    gp_devmem_free(d);
+    return 0;
+}
+
+
 static int run_cycles(vx_t *v, int rank, int fd)
 {
     gp_res_t base, now;
     char who[48];
     int bad = 0;
     snprintf(who, sizeof(who), "ucp_verify: rank %d", rank);
-    if (v->o.mem == GP_MEM_CUDA) {
-        /* the program's own CUDA state (the legacy stream, the driver's
-         * staging) belongs in the baseline: one device round trip first */
-        char c = 1;
-        void *d = gp_devmem_alloc(1);
-        if (d == NULL || gp_devmem_memset(d, 7, 1) || gp_devmem_dtoh(&c, d, 1) ||
-            c != 7) {
-            return 1;
-        }
-        gp_devmem_free(d);
+    if (baseline_warm(v) != 0) {
+        return 1;
     }
     if (gp_res_take(&base) != 0) {
         fprintf(stderr, "%s: cannot read /proc\n", who);
@@ -467,14 +579,18 @@ static int run_side(vx_t *v, int rank, int fd)
     if (v->o.alloc_before && !g_kill_peer && !g_memtest && vx_alloc(v) != 0) {
         return 1;
     }
+    if (g_kill_peer && rank == 0 &&
+        (baseline_warm(v) != 0 || gp_res_take(&g_kill_base) != 0)) {
+        return 1;
+    }
     if (gp_ucp_open_cfg(&s.u, (g_kill_peer && !kp_env) ? kp_mods : NULL) != 0 ||
         gp_ucp_connect(&s.u, fd, g_kill_peer) != 0) {
         return 1;
     }
     if (g_kill_peer) {
         if (rank == 0) {
-            printf("ucp_verify: kill-peer, %zu B %s messages, keepalive %s\n",
-                   v->o.max, gp_mem_name(v->o.mem),
+            printf("ucp_verify: kill-%s, %zu B %s messages, keepalive %s\n",
+                   g_kill_peer == 2 ? "sender" : "peer", v->o.max, gp_mem_name(v->o.mem),
                    kp_env ? getenv("UCX_KEEPALIVE_INTERVAL") : "1s");
             fflush(stdout);
         }
