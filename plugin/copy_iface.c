@@ -1,6 +1,14 @@
 /* Device<->host copy transport: put/get short are synchronous copies,
  * put/get zcopy are asynchronous and complete from progress. remote_addr is
- * the device (or host) address on the same process; no remote key. */
+ * the device address on the same process (UCP's memory-type endpoint: the
+ * side that is not host memory); no remote key.
+ *
+ * A remote address the driver no longer knows as device memory was freed by
+ * the application while UCP was still moving it (an erroneous program: the
+ * data of that transfer is undefined). It is never touched: the copy is
+ * skipped with a logged error (bounded) and the operation completes, because
+ * UCP 1.13 cannot take an error there (protocol v2 asserts in its rendezvous
+ * put, `rndv_put.c`). Other transfers go on unharmed. */
 #include "copy.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -33,12 +41,22 @@ UCS_CLASS_DEFINE(gdrpipe_copy_ep_t, uct_base_ep_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(gdrpipe_copy_ep_t, uct_ep_t, const uct_ep_params_t*);
 static UCS_CLASS_DEFINE_DELETE_FUNC(gdrpipe_copy_ep_t, uct_ep_t);
 
+/* a copy skipped because the application freed the device memory */
+static void gdrpipe_copy_freed(const char *op, size_t len, const char *why)
+{
+    gdrpipe_bounded_error("gdrpipe: %s of %zu bytes skipped: %s; the data of that "
+                          "transfer is undefined", op, len, why);
+}
+
 static ucs_status_t gdrpipe_copy_sync(void *dst, const void *src, size_t len,
-                                      const char *op)
+                                      int device_side, const char *op)
 {
     char err[256];
+    int rc = gp_cuda_copy_dev(dst, src, len, device_side, err, sizeof(err));
 
-    if (gp_cuda_copy(dst, src, len, err, sizeof(err)) != 0) {
+    if (rc == GP_CUDA_NOT_DEVICE) {
+        gdrpipe_copy_freed(op, len, err);
+    } else if (rc != 0) {
         ucs_error("gdrpipe: %s of %zu bytes %p -> %p failed: %s", op, len, src, dst,
                   err);
         return UCS_ERR_IO_ERROR;
@@ -50,14 +68,16 @@ static ucs_status_t gdrpipe_copy_ep_put_short(uct_ep_h tl_ep, const void *buffer
                                               unsigned length, uint64_t remote_addr,
                                               uct_rkey_t rkey)
 {
-    return gdrpipe_copy_sync((void*)remote_addr, buffer, length, "put_short");
+    return gdrpipe_copy_sync((void*)remote_addr, buffer, length, GP_CUDA_DST_DEVICE,
+                             "put_short");
 }
 
 static ucs_status_t gdrpipe_copy_ep_get_short(uct_ep_h tl_ep, void *buffer,
                                               unsigned length, uint64_t remote_addr,
                                               uct_rkey_t rkey)
 {
-    return gdrpipe_copy_sync(buffer, (const void*)remote_addr, length, "get_short");
+    return gdrpipe_copy_sync(buffer, (const void*)remote_addr, length, GP_CUDA_SRC_DEVICE,
+                             "get_short");
 }
 
 /* Queues one asynchronous copy per iov entry; the last one carries comp. */
@@ -71,6 +91,7 @@ static ucs_status_t gdrpipe_copy_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     char err[256];
     size_t i, len;
     void *local;
+    int rc;
 
     for (i = 0; i < iovcnt; ++i) {
         len   = uct_iov_get_length(&iov[i]);
@@ -83,9 +104,21 @@ static ucs_status_t gdrpipe_copy_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
             return UCS_ERR_NO_MEMORY;
         }
         desc->comp = NULL;
-        desc->op   = is_put ? gp_cuda_copy_async((void*)raddr, local, len, err, sizeof(err)) :
-                              gp_cuda_copy_async(local, (void*)raddr, len, err, sizeof(err));
-        if (desc->op == NULL) {
+        desc->op   = NULL;
+        rc         = is_put ? gp_cuda_copy_async_dev((void*)raddr, local, len,
+                                                     GP_CUDA_DST_DEVICE, &desc->op, err,
+                                                     sizeof(err)) :
+                              gp_cuda_copy_async_dev(local, (void*)raddr, len,
+                                                     GP_CUDA_SRC_DEVICE, &desc->op, err,
+                                                     sizeof(err));
+        if (rc == GP_CUDA_NOT_DEVICE) {
+            ucs_mpool_put(desc);
+            desc = NULL;
+            gdrpipe_copy_freed(is_put ? "put_zcopy" : "get_zcopy", len, err);
+            raddr += len;
+            continue;
+        }
+        if (rc != 0) {
             ucs_mpool_put(desc);
             ucs_error("gdrpipe: %s_zcopy of %zu bytes failed: %s",
                       is_put ? "put" : "get", len, err);

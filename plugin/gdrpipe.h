@@ -79,7 +79,11 @@ extern uct_component_t gdrpipe_component;
 
 /* ucs_error about what a peer sent, logged by gp_log_peer_due per call site
  * (the first 10, then the 100th, 1000th, ... with their number) */
-#define gdrpipe_peer_error(_fmt, ...) \
+#define gdrpipe_peer_error(_fmt, ...) gdrpipe_bounded_error(_fmt, ## __VA_ARGS__)
+
+/* ucs_error for a condition another party can repeat at will: the first 10
+ * occurrences of the call site, then the 100th, 1000th, ... */
+#define gdrpipe_bounded_error(_fmt, ...) \
     do { \
         static uint64_t _gdrpipe_peer_n; \
         uint64_t _gdrpipe_peer_k = __atomic_add_fetch(&_gdrpipe_peer_n, 1, \

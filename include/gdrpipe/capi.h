@@ -95,6 +95,15 @@ int gp_cuda_device_count(void);
 int gp_cuda_mem_query(const void *ptr, gp_mem_info_t *info);
 /* synchronous copy between any two pointers; 0 or <0 with err filled */
 int gp_cuda_copy(void *dst, const void *src, size_t len, char *err, size_t errlen);
+/* which side of a copy the caller knows to be device memory: the copy fails
+ * with GP_CUDA_NOT_DEVICE (err filled, nothing copied) when the driver does
+ * not know that pointer (memory freed while a transfer was in flight)
+ * instead of touching it with the CPU; other failures are -1 */
+#define GP_CUDA_DST_DEVICE 1
+#define GP_CUDA_SRC_DEVICE 2
+#define GP_CUDA_NOT_DEVICE (-2)
+int gp_cuda_copy_dev(void *dst, const void *src, size_t len, int device_side, char *err,
+                     size_t errlen);
 
 /* page-locked host memory, usable by every context (CU_MEMHOSTALLOC_PORTABLE),
  * for staging; NULL with err filled on failure */
@@ -105,6 +114,10 @@ typedef struct gp_cuda_op gp_cuda_op_t;
 /* asynchronous copy; NULL with err filled on failure */
 gp_cuda_op_t *gp_cuda_copy_async(void *dst, const void *src, size_t len, char *err,
                                  size_t errlen);
+/* the same, device_side as for gp_cuda_copy_dev: 0 with *op set, else
+ * GP_CUDA_NOT_DEVICE or -1 (err filled) */
+int gp_cuda_copy_async_dev(void *dst, const void *src, size_t len, int device_side,
+                           gp_cuda_op_t **op, char *err, size_t errlen);
 /* stream slot of the wire's device-memory active messages */
 #define GP_CUDA_SLOT_EAGER 5
 /* asynchronous copy on stream `slot` of `device` (the pointers are not

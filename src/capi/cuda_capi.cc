@@ -89,11 +89,26 @@ int gp_cuda_mem_query(const void *ptr, gp_mem_info_t *info) {
     return 0;
 }
 
+namespace {
+cu::CopyOptions expecting(int device_side) {
+    cu::CopyOptions opt;
+    opt.expect = device_side == GP_CUDA_DST_DEVICE   ? cu::CopyOptions::Expect::dst_device
+                 : device_side == GP_CUDA_SRC_DEVICE ? cu::CopyOptions::Expect::src_device
+                                                     : cu::CopyOptions::Expect::any;
+    return opt;
+}
+} // namespace
+
 int gp_cuda_copy(void *dst, const void *src, size_t len, char *err, size_t errlen) {
-    cu::Status st = cu::copy(dst, src, len);
+    return gp_cuda_copy_dev(dst, src, len, 0, err, errlen);
+}
+
+int gp_cuda_copy_dev(void *dst, const void *src, size_t len, int device_side, char *err,
+                     size_t errlen) {
+    cu::Status st = cu::copy(dst, src, len, expecting(device_side));
     if (!st) {
         set_err(err, errlen, st.message);
-        return -1;
+        return st.code == CUDA_ERROR_NOT_MAPPED ? GP_CUDA_NOT_DEVICE : -1;
     }
     return 0;
 }
@@ -125,18 +140,25 @@ void gp_cuda_host_free(void *ptr) {
 
 gp_cuda_op_t *gp_cuda_copy_async(void *dst, const void *src, size_t len, char *err,
                                  size_t errlen) {
+    gp_cuda_op_t *op = nullptr;
+    return gp_cuda_copy_async_dev(dst, src, len, 0, &op, err, errlen) == 0 ? op : nullptr;
+}
+
+int gp_cuda_copy_async_dev(void *dst, const void *src, size_t len, int device_side,
+                           gp_cuda_op_t **op_out, char *err, size_t errlen) {
     auto *op = new (std::nothrow) gp_cuda_op();
     if (op == nullptr) {
         set_err(err, errlen, "out of memory");
-        return nullptr;
+        return -1;
     }
-    cu::Status st = cu::copy_async(dst, src, len, &op->token);
+    cu::Status st = cu::copy_async(dst, src, len, &op->token, expecting(device_side));
     if (!st) {
         set_err(err, errlen, st.message);
         delete op;
-        return nullptr;
+        return st.code == CUDA_ERROR_NOT_MAPPED ? GP_CUDA_NOT_DEVICE : -1;
     }
-    return op;
+    *op_out = op;
+    return 0;
 }
 
 gp_cuda_op_t *gp_cuda_copy_async_on(void *dst, const void *src, size_t len, int device,

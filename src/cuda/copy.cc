@@ -36,6 +36,15 @@ Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceMan
     // early and would need a legacy-stream wait, which measured slower than
     // an async copy plus a stream synchronize on the H200 pair (gdrpipe_physref
     // "single": H2D pageable 8 B 9.1 against 7.2 us).
+    const bool dst_missing = opt.expect == CopyOptions::Expect::dst_device && di.kind == MemKind::host;
+    const bool src_missing = opt.expect == CopyOptions::Expect::src_device && si.kind == MemKind::host;
+    if (dst_missing || src_missing) {
+        char what[160];
+        std::snprintf(what, sizeof(what),
+                      "%s %p is not device memory (freed while a transfer was in flight?)",
+                      dst_missing ? "destination" : "source", dst_missing ? dst : src);
+        return Status{CUDA_ERROR_NOT_MAPPED, what};
+    }
     *sync_api = di.kind == MemKind::host && si.kind != MemKind::host;
     *dst_device = di.kind != MemKind::host;
     if (di.kind != MemKind::host) {

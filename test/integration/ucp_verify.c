@@ -8,6 +8,9 @@
  *                    after ucp_cleanup have a working CUDA context and its
  *                    resources back (res_check.h)
  *   --kill-sender    the same, the child being the sender of those transfers
+ *   --free-in-flight buffers freed (cuMemFree) while their send / receive is
+ *                    in flight; nothing may hang or crash, and the next
+ *                    transfer must arrive intact
  *   --memtest-crash  regression of shared/notes/ucx-1.13-plugin.md section 2:
  *                    a host message first, then small device-buffer sends on
  *                    the inline path (to the peer and to itself). -d cuda.
@@ -35,7 +38,7 @@
 
 #define OP_TIMEOUT 120.0
 
-static int g_kill_peer, g_memtest, g_cycles;
+static int g_kill_peer, g_memtest, g_cycles, g_free_in_flight;
 static double g_timeout = 10.0;
 static double g_kill_delay = 0.002; /* how long the child progresses before it dies */
 static pid_t g_child = -1;
@@ -158,6 +161,7 @@ static int extra_opt(int opt, const char *arg)
     case 'S': g_kill_peer = 2; return 0;
     case 'D': g_kill_delay = atof(arg) * 1e-6; return g_kill_delay >= 0 ? 0 : -1;
     case 'M': g_memtest = 1; return 0;
+    case 'F': g_free_in_flight = 1; return 0;
     case 'T': g_timeout = atof(arg); return g_timeout > 0 ? 0 : -1;
     case 'C': g_cycles = atoi(arg); return g_cycles > 0 ? 0 : -1;
     default: return -1;
@@ -174,6 +178,9 @@ static const char *const g_usage =
     "                        it dies (default 2000 us)\n"
     "  --timeout S           bound for --kill-peer/--kill-sender (default 10 s)\n"
     "  --memtest-crash       host message, then small device sends (-d cuda)\n"
+    "  --free-in-flight      buffers freed while their transfers are in flight\n"
+    "                        (both sides); pass if nothing hangs or crashes and\n"
+    "                        the next transfer arrives intact\n"
     "  --cycles N            N x (ucp_init .. schedule .. ucp_cleanup) in one\n"
     "                        process; after each cleanup fds, threads, memfd/shm\n"
     "                        mappings, /dev/shm and the simulator's live objects\n"
@@ -382,6 +389,58 @@ static int kill_peer_child(side_t *s, vx_t *v)
     (void)r;
 }
 
+/* ------------------------------------------------------- free-in-flight -- */
+/* An erroneous application frees its buffer while a transfer from or into it
+ * is still in flight: rank 0 frees its send buffer right after the send
+ * starts, rank 1 its receive buffer right after the receive is posted, both
+ * several times, with messages of sizes that take each path. The data of
+ * those transfers is undefined (MPI's and UCP's rules); gdrpipe must not
+ * crash and must not corrupt anything else: every request ends within
+ * OP_TIMEOUT (with any status), and a verified transfer after each round
+ * arrives intact. */
+static int free_in_flight(side_t *s, vx_t *v)
+{
+    static const size_t sizes[] = {4096, 256 << 10, 4 << 20, 16 << 20};
+    int bad = 0, errors = 0;
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]) && !bad; ++k) {
+        const size_t len = sizes[k] < v->o.max ? sizes[k] : v->o.max;
+        void *doomed = gp_mem_alloc(v->o.mem, len);
+        void *keep = gp_mem_alloc(v->o.mem, len);
+        if (doomed == NULL || keep == NULL || gp_mem_fill(v->o.mem, doomed, len, 3) != 0) {
+            return 1;
+        }
+        ucs_status_ptr_t r = s->rank == 0 ? gp_ucp_isend(&s->u, doomed, len, 10 + k)
+                                          : gp_ucp_irecv(&s->u, doomed, len, 10 + k, NULL);
+        gp_mem_free(v->o.mem, doomed); /* the error under test */
+        ucs_status_t st = UCS_PTR_IS_ERR(r) ? UCS_PTR_STATUS(r)
+                          : r == NULL       ? UCS_OK
+                                            : gp_ucp_wait(&s->u, r, s->rank == 1, NULL, OP_TIMEOUT);
+        if (st == UCS_ERR_TIMED_OUT) {
+            fprintf(stderr, "ucp_verify: rank %d: transfer of a freed %zu B buffer hung\n",
+                    s->rank, len);
+            gp_ucp_cancel(&s->u, r);
+            bad = 1;
+        }
+        errors += st != UCS_OK && st != UCS_ERR_TIMED_OUT;
+        /* then a transfer that must arrive intact */
+        if (s->rank == 0) {
+            bad |= gp_mem_fill(v->o.mem, keep, len, 50 + (uint32_t)k) != 0 ||
+                   gp_ucp_send(&s->u, keep, len, 20 + k, OP_TIMEOUT) != UCS_OK;
+        } else {
+            gp_mem_diff_t d;
+            bad |= gp_mem_set(v->o.mem, keep, 0, len) != 0 ||
+                   gp_ucp_recv(&s->u, keep, len, 20 + k, NULL, OP_TIMEOUT) != UCS_OK ||
+                   gp_mem_verify(v->o.mem, keep, len, 50 + (uint32_t)k, &d) != 0;
+        }
+        gp_mem_free(v->o.mem, keep);
+        printf("ucp_verify: rank %d: free-in-flight %zu B: freed transfer %s, next transfer %s\n",
+               s->rank, len, ucs_status_string(st), bad ? "FAILED" : "intact");
+        fflush(stdout);
+    }
+    (void)errors;
+    return bad;
+}
+
 /* -------------------------------------------------------- memtest-crash -- */
 static int memtest_loopback(side_t *s)
 {
@@ -576,7 +635,8 @@ static int run_side(vx_t *v, int rank, int fd)
         }
         return rc;
     }
-    if (v->o.alloc_before && !g_kill_peer && !g_memtest && vx_alloc(v) != 0) {
+    if (v->o.alloc_before && !g_kill_peer && !g_memtest && !g_free_in_flight &&
+        vx_alloc(v) != 0) {
         return 1;
     }
     if (g_kill_peer && rank == 0 &&
@@ -597,7 +657,14 @@ static int run_side(vx_t *v, int rank, int fd)
         return rank == 0 ? kill_peer_parent(&s, v) : kill_peer_child(&s, v);
     }
     int rc;
-    if (g_memtest) {
+    if (g_free_in_flight) {
+        rc = free_in_flight(&s, v);
+        long total = u_sum(&s, rc);
+        if (rank == 0) {
+            printf("ucp_verify: free-in-flight %s\n", total ? "FAILED" : "passed");
+        }
+        rc = total != 0;
+    } else if (g_memtest) {
         rc = memtest_crash(&s);
         long total = u_sum(&s, rc);
         if (rank == 0) {

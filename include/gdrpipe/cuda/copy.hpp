@@ -38,6 +38,14 @@ struct CopyOptions {
     // wait it is slower.) With device < 0 copy()
     // decides by itself: device to host only, where cuMemcpy is synchronous.
     bool sync_api = false;
+    // With device < 0: the side the caller knows to be device memory
+    // (CUDA-managed counts), checked against the driver before anything is
+    // copied. A pointer the driver does not know (memory freed while a
+    // transfer was in flight) would otherwise be taken for host memory and
+    // copied with memcpy, which faults on a freed device address. The copy
+    // then fails with CUDA_ERROR_NOT_MAPPED and copies nothing.
+    enum class Expect : unsigned char { any, dst_device, src_device };
+    Expect expect = Expect::any;
 };
 
 // Copy and wait for completion.
