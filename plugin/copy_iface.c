@@ -7,8 +7,10 @@
  * the application while UCP was still moving it (an erroneous program: the
  * data of that transfer is undefined). It is never touched: the copy is
  * skipped with a logged error (bounded) and the operation completes, because
- * UCP 1.13 cannot take an error there (protocol v2 asserts in its rendezvous
- * put, `rndv_put.c`). Other transfers go on unharmed. */
+ * UCP 1.13 cannot take an error there (protocol v1 leaves the peer's request
+ * waiting, v2 aborts). The completion is still delivered from progress, never
+ * at once: v2's rendezvous put (`rndv_put.c`) asserts when its staging copy
+ * does not return UCS_INPROGRESS. Other transfers go on unharmed. */
 #include "copy.h"
 
 #include <uct/api/v2/uct_v2.h>
@@ -91,7 +93,7 @@ static ucs_status_t gdrpipe_copy_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     char err[256];
     size_t i, len;
     void *local;
-    int rc;
+    int rc, skipped = 0;
 
     for (i = 0; i < iovcnt; ++i) {
         len   = uct_iov_get_length(&iov[i]);
@@ -116,6 +118,7 @@ static ucs_status_t gdrpipe_copy_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
             desc = NULL;
             gdrpipe_copy_freed(is_put ? "put_zcopy" : "get_zcopy", len, err);
             raddr += len;
+            skipped = 1;
             continue;
         }
         if (rc != 0) {
@@ -127,8 +130,17 @@ static ucs_status_t gdrpipe_copy_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         ucs_queue_push(&iface->outstanding, &desc->queue);
         raddr += len;
     }
-    if (desc == NULL) {
+    if ((desc == NULL) && (!skipped || (comp == NULL))) {
         return UCS_OK;   /* nothing to copy */
+    }
+    if (desc == NULL) {
+        /* everything skipped: completed, reported from progress */
+        desc = ucs_mpool_get(&iface->op_mp);
+        if (desc == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        desc->op = NULL;
+        ucs_queue_push(&iface->outstanding, &desc->queue);
     }
     desc->comp = comp;
     return UCS_INPROGRESS;
@@ -160,7 +172,7 @@ static unsigned gdrpipe_copy_iface_progress(uct_iface_h tl_iface)
            (count < GDRPIPE_COPY_MAX_POLL)) {
         desc = ucs_queue_head_elem_non_empty(&iface->outstanding, gdrpipe_copy_op_t,
                                              queue);
-        ret  = gp_cuda_op_poll(desc->op, err, sizeof(err));
+        ret  = (desc->op == NULL) ? 1 : gp_cuda_op_poll(desc->op, err, sizeof(err));
         if (ret == 0) {
             break;
         }
@@ -171,7 +183,9 @@ static unsigned gdrpipe_copy_iface_progress(uct_iface_h tl_iface)
         if (desc->comp != NULL) {
             uct_invoke_completion(desc->comp, (ret < 0) ? UCS_ERR_IO_ERROR : UCS_OK);
         }
-        gp_cuda_op_release(desc->op);
+        if (desc->op != NULL) {
+            gp_cuda_op_release(desc->op);
+        }
         ucs_mpool_put(desc);
         ++count;
     }
@@ -327,9 +341,11 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_copy_iface_t)
     while (!ucs_queue_is_empty(&self->outstanding)) {
         desc = ucs_queue_pull_elem_non_empty(&self->outstanding, gdrpipe_copy_op_t,
                                              queue);
-        while (gp_cuda_op_poll(desc->op, NULL, 0) == 0) {
+        if (desc->op != NULL) {
+            while (gp_cuda_op_poll(desc->op, NULL, 0) == 0) {
+            }
+            gp_cuda_op_release(desc->op);
         }
-        gp_cuda_op_release(desc->op);
         ucs_mpool_put(desc);
     }
     ucs_mpool_cleanup(&self->op_mp, 1);

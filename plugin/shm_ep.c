@@ -168,6 +168,17 @@ static ucs_status_t gdrpipe_shm_cma_status(gdrpipe_shm_ep_t *ep, ssize_t ret,
         ucs_debug("gdrpipe: %s: peer pid %d is gone", op, (int)ep->pid);
         return UCS_ERR_CONNECTION_RESET;
     }
+    if (ret == -EFAULT) {
+        /* a buffer of this side or the peer's is not mapped: an application
+         * freed it while its transfer was in flight (a device buffer freed
+         * before UCP registered it is taken for host memory). Its data is
+         * undefined; an error would leave the other side's request waiting
+         * (UCP 1.13, v1) or abort the process (v2) */
+        gdrpipe_bounded_error("gdrpipe: %s with pid %d: a buffer is not accessible (freed "
+                              "while its transfer was in flight?): completed without its "
+                              "data", op, (int)ep->pid);
+        return UCS_OK;
+    }
     ucs_error("gdrpipe: %s with pid %d failed: %s", op, (int)ep->pid,
               strerror((int)-ret));
     return UCS_ERR_IO_ERROR;

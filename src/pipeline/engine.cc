@@ -221,7 +221,17 @@ unsigned XferEngine::Impl::progress() {
                 why = "stalled";
             }
         }
-        if (r < 0) {
+        if (r == -ESTALE) {
+            // the owner's buffer was freed in flight (its application's
+            // error): nothing was served, the data is undefined; completing
+            // lets UCP end both sides' requests (an error here would leave
+            // the peer's waiting for an acknowledgement that never comes)
+            st.skipped++;
+            GP_PEER_ERROR("xfer %llu with pid %d: %s: completed without its data",
+                          static_cast<unsigned long long>(x->id), int(x->ps->pid), why.c_str());
+            x->sampled = false;
+            finish(x, 0);
+        } else if (r < 0) {
             GP_DEBUG("xfer %llu failed: %s", static_cast<unsigned long long>(x->id), why.c_str());
             finish(x, r);
         } else if (r == 1) {
@@ -361,6 +371,21 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
         if (!process_alive(ps->pid, ps->start)) return -ECONNRESET;
         ps->last_alive = now;
     }
+    // a host segment of a transfer the driver or the staging copies carry
+    // must be memory the CPU can touch: an application that freed a device
+    // buffer while its transfer is in flight (erroneous, its data undefined)
+    // gets the transfer completed without data instead of a fault
+    if (rkey->kind != GP_RKEY_HOST || !x->mem.all_host) {
+        for (const LocalSeg &s : x->mem.segs) {
+            if (s.dev >= 0 || cpu_accessible(s)) continue;
+            m.st.skipped++;
+            GP_PEER_ERROR("xfer: %s of %zu B with pid %d: local buffer %p is neither device "
+                          "memory nor accessible host memory (freed while its transfer was in "
+                          "flight?): completed without its data", is_get ? "get" : "put", x->len,
+                          int(ps->pid), static_cast<void *>(s.p));
+            return 0;
+        }
+    }
     x->id = m.next_id++;
     x->ps = ps;
     x->is_get = is_get;
@@ -377,6 +402,14 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
         if (n == ssize_t(x->len)) {
             m.st.cma.xfers++;
             m.st.cma.bytes += x->len;
+            return 0;
+        }
+        for (const LocalSeg &s : x->mem.segs) {
+            if (cpu_accessible(s)) continue;
+            m.st.skipped++;
+            GP_PEER_ERROR("xfer: %s of %zu B with pid %d: local buffer %p is not accessible "
+                          "(freed while its transfer was in flight?): completed without its data",
+                          is_get ? "get" : "put", x->len, int(ps->pid), static_cast<void *>(s.p));
             return 0;
         }
         GP_DEBUG("xfer: CMA with pid %d: %zd (%s): staged", int(ps->pid), n,
@@ -485,7 +518,7 @@ std::string format_stats(const XferStats &s) {
     char buf[512];
     std::snprintf(buf, sizeof(buf),
                   "xfer: direct=%llu (%llu B) staged=%llu (%llu B) cma=%llu (%llu B) "
-                  "served=%llu (%llu B) failed=%llu fallbacks=%llu ctrl_dropped=%llu "
+                  "served=%llu (%llu B) failed=%llu skipped=%llu fallbacks=%llu ctrl_dropped=%llu "
                   "peers_failed=%llu copy_batches=%llu (%llu transfers)",
                   static_cast<unsigned long long>(s.direct.xfers),
                   static_cast<unsigned long long>(s.direct.bytes),
@@ -496,6 +529,7 @@ std::string format_stats(const XferStats &s) {
                   static_cast<unsigned long long>(s.served.xfers),
                   static_cast<unsigned long long>(s.served.bytes),
                   static_cast<unsigned long long>(s.failed),
+                  static_cast<unsigned long long>(s.skipped),
                   static_cast<unsigned long long>(s.fallbacks),
                   static_cast<unsigned long long>(s.ctrl_dropped),
                   static_cast<unsigned long long>(s.peers_failed),

@@ -105,8 +105,10 @@ void XferEngine::Impl::control(const void *data, uint32_t len) {
         cuda::MemInfo mi;
         if (!cuda::driver().available() || cuda::query(ls.p, &mi) != CUDA_SUCCESS ||
             mi.kind == cuda::MemKind::host) {
-            rh->error.store(EFAULT, std::memory_order_release);
-            return drop("registered device memory is gone");
+            // the application freed it while the transfer was in flight:
+            // nothing is served, the requester completes without data
+            rh->error.store(ESTALE, std::memory_order_release);
+            return drop("registered device memory is gone (freed in flight)");
         }
         ls.dev = mi.device < 0 ? 0 : mi.device;
     }

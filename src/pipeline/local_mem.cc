@@ -3,7 +3,11 @@
 
 #include "gdrpipe/cuda/memory.hpp"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace gdrpipe::pipeline {
@@ -29,6 +33,16 @@ bool classify(const struct iovec *iov, size_t iovcnt, LocalMem *out) {
         out->segs.push_back(s);
     }
     return true;
+}
+
+bool cpu_accessible(const LocalSeg &s) noexcept {
+    if (s.len == 0) return true;
+    char b[2];
+    struct iovec l[2] = {{&b[0], 1}, {&b[1], 1}};
+    struct iovec r[2] = {{s.p, 1}, {s.p + s.len - 1, 1}};
+    const ssize_t n = process_vm_readv(getpid(), l, 2, r, 2, 0);
+    if (n == 2) return true;
+    return !(n == 1 || (n < 0 && errno == EFAULT));
 }
 
 cuda::Status copy_local(const LocalMem &m, size_t off, size_t n, char *flat, int flat_dev,

@@ -152,7 +152,12 @@ int RingWire::aborted(std::string *why) {
         *why = "ring taken over by another transfer";
         return -ECANCELED;
     }
-    if (ring_->error.load(std::memory_order_acquire) != 0) {
+    const int32_t e = ring_->error.load(std::memory_order_acquire);
+    if (e == ESTALE) {
+        *why = "the owner's buffer was freed while the transfer was in flight";
+        return -ESTALE;
+    }
+    if (e != 0) {
         *why = "the other side aborted";
         return -EIO;
     }

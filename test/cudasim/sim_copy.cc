@@ -20,8 +20,10 @@ enum class Want { Any, Device, Host };
 CUresult resolve(uintptr_t addr, size_t n, Want want, End& e) {
   Alloc* a = find_alloc(addr);
   if (!a) {
-    if (g->va.contains(addr)) return CUDA_ERROR_INVALID_VALUE;  // freed / unknown device VA
     if (want == Want::Device) return CUDA_ERROR_INVALID_VALUE;
+    // Like the driver, an address of no allocation is pageable host memory,
+    // a freed device address included: copying it touches the reserved,
+    // inaccessible range and the process gets SIGSEGV (as on a real GPU).
     e.p = reinterpret_cast<char*>(addr);  // pageable host memory
     e.pageable = true;
     return CUDA_SUCCESS;

@@ -391,50 +391,62 @@ static int kill_peer_child(side_t *s, vx_t *v)
 
 /* ------------------------------------------------------- free-in-flight -- */
 /* An erroneous application frees its buffer while a transfer from or into it
- * is still in flight: rank 0 frees its send buffer right after the send
- * starts, rank 1 its receive buffer right after the receive is posted, both
- * several times, with messages of sizes that take each path. The data of
- * those transfers is undefined (MPI's and UCP's rules); gdrpipe must not
- * crash and must not corrupt anything else: every request ends within
+ * is still in flight: the sender frees its send buffer right after the send
+ * starts, the receiver its receive buffer right after the receive is posted
+ * (each alone, then both), with messages of sizes that take each path. The
+ * data of those transfers is undefined (MPI's and UCP's rules); gdrpipe must
+ * not crash and must not corrupt anything else: every request ends within
  * OP_TIMEOUT (with any status), and a verified transfer after each round
  * arrives intact. */
 static int free_in_flight(side_t *s, vx_t *v)
 {
     static const size_t sizes[] = {4096, 256 << 10, 4 << 20, 16 << 20};
+    static const char *const who[] = {"sender", "receiver", "both"};
     int bad = 0;
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]) && !bad; ++k) {
-        const size_t len = sizes[k] < v->o.max ? sizes[k] : v->o.max;
-        void *doomed = gp_mem_alloc(v->o.mem, len);
-        void *keep = gp_mem_alloc(v->o.mem, len);
-        if (doomed == NULL || keep == NULL || gp_mem_fill(v->o.mem, doomed, len, 3) != 0) {
-            return 1;
+        for (int w = 0; w < 3 && !bad; ++w) {
+            const size_t len = sizes[k] < v->o.max ? sizes[k] : v->o.max;
+            const uint64_t tag = 10 + 4 * k + (uint64_t)w;
+            const int frees = w == 2 || w == s->rank; /* rank 0 sends */
+            void *doomed = gp_mem_alloc(v->o.mem, len);
+            void *keep = gp_mem_alloc(v->o.mem, len);
+            if (doomed == NULL || keep == NULL || gp_mem_fill(v->o.mem, doomed, len, 3) != 0) {
+                return 1;
+            }
+            ucs_status_ptr_t r = s->rank == 0 ? gp_ucp_isend(&s->u, doomed, len, tag)
+                                              : gp_ucp_irecv(&s->u, doomed, len, tag, NULL);
+            if (frees) {
+                gp_mem_free(v->o.mem, doomed); /* the error under test */
+            }
+            ucs_status_t st = UCS_PTR_IS_ERR(r) ? UCS_PTR_STATUS(r)
+                              : r == NULL       ? UCS_OK
+                                                : gp_ucp_wait(&s->u, r, s->rank == 1, NULL,
+                                                              OP_TIMEOUT);
+            if (st == UCS_ERR_TIMED_OUT) {
+                fprintf(stderr, "ucp_verify: rank %d: transfer of a %zu B buffer freed by the "
+                        "%s hung\n", s->rank, len, who[w]);
+                gp_ucp_cancel(&s->u, r);
+                bad = 1;
+            }
+            if (!frees) {
+                gp_mem_free(v->o.mem, doomed);
+            }
+            /* then a transfer that must arrive intact */
+            if (s->rank == 0) {
+                bad |= gp_mem_fill(v->o.mem, keep, len, 50 + (uint32_t)tag) != 0 ||
+                       gp_ucp_send(&s->u, keep, len, 100 + tag, OP_TIMEOUT) != UCS_OK;
+            } else {
+                gp_mem_diff_t d;
+                bad |= gp_mem_set(v->o.mem, keep, 0, len) != 0 ||
+                       gp_ucp_recv(&s->u, keep, len, 100 + tag, NULL, OP_TIMEOUT) != UCS_OK ||
+                       gp_mem_verify(v->o.mem, keep, len, 50 + (uint32_t)tag, &d) != 0;
+            }
+            gp_mem_free(v->o.mem, keep);
+            printf("ucp_verify: rank %d: free-in-flight %zu B, freed by the %s: freed transfer "
+                   "%s, next transfer %s\n", s->rank, len, who[w], ucs_status_string(st),
+                   bad ? "FAILED" : "intact");
+            fflush(stdout);
         }
-        ucs_status_ptr_t r = s->rank == 0 ? gp_ucp_isend(&s->u, doomed, len, 10 + k)
-                                          : gp_ucp_irecv(&s->u, doomed, len, 10 + k, NULL);
-        gp_mem_free(v->o.mem, doomed); /* the error under test */
-        ucs_status_t st = UCS_PTR_IS_ERR(r) ? UCS_PTR_STATUS(r)
-                          : r == NULL       ? UCS_OK
-                                            : gp_ucp_wait(&s->u, r, s->rank == 1, NULL, OP_TIMEOUT);
-        if (st == UCS_ERR_TIMED_OUT) {
-            fprintf(stderr, "ucp_verify: rank %d: transfer of a freed %zu B buffer hung\n",
-                    s->rank, len);
-            gp_ucp_cancel(&s->u, r);
-            bad = 1;
-        }
-        /* then a transfer that must arrive intact */
-        if (s->rank == 0) {
-            bad |= gp_mem_fill(v->o.mem, keep, len, 50 + (uint32_t)k) != 0 ||
-                   gp_ucp_send(&s->u, keep, len, 20 + k, OP_TIMEOUT) != UCS_OK;
-        } else {
-            gp_mem_diff_t d;
-            bad |= gp_mem_set(v->o.mem, keep, 0, len) != 0 ||
-                   gp_ucp_recv(&s->u, keep, len, 20 + k, NULL, OP_TIMEOUT) != UCS_OK ||
-                   gp_mem_verify(v->o.mem, keep, len, 50 + (uint32_t)k, &d) != 0;
-        }
-        gp_mem_free(v->o.mem, keep);
-        printf("ucp_verify: rank %d: free-in-flight %zu B: freed transfer %s, next transfer %s\n",
-               s->rank, len, ucs_status_string(st), bad ? "FAILED" : "intact");
-        fflush(stdout);
     }
     return bad;
 }

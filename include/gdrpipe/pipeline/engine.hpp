@@ -31,6 +31,7 @@ struct XferStats {
     PathCounters cma;
     PathCounters served;       // owner side: staged requests served ok
     uint64_t failed = 0;       // transfers completed with an error
+    uint64_t skipped = 0;      // completed without data: a buffer freed in flight
     uint64_t fallbacks = 0;    // direct impossible/failed -> staged
     uint64_t ctrl_dropped = 0; // malformed / unusable control messages
     uint64_t peers_failed = 0;

@@ -31,6 +31,13 @@ struct LocalMem {
 // Classifies the iov entries (cuda::query); false when the driver refuses.
 bool classify(const struct iovec *iov, size_t iovcnt, LocalMem *out);
 
+// Whether the CPU can read the first and the last byte of a host segment.
+// A device buffer freed while its transfer is in flight is classified host
+// (the driver no longer knows it) but lies in the driver's reserved,
+// inaccessible range, where a copy would fault; false there. True when the
+// kernel cannot tell (process_vm_readv refused).
+bool cpu_accessible(const LocalSeg &s) noexcept;
+
 using Tokens = std::vector<cuda::CopyToken>;
 
 // Copies local [off, off+n) to (to_flat) or from `flat`; flat_dev is the

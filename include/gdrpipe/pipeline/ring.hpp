@@ -10,7 +10,8 @@
 //             the copy into the slot completed, produced = i + 1 (release);
 //   consumer: chunk j is ready when produced > j (acquire); when the copy
 //             out of the slot completed, consumed = j + 1 (release).
-// Either side stores a nonzero `error` to abort; xfer_id names the transfer
+// Either side stores a nonzero `error` to abort (the owner ESTALE for a
+// buffer freed in flight: nothing served); xfer_id names the transfer
 // the ring currently serves (written by the requester before it asks).
 #pragma once
 
@@ -101,8 +102,9 @@ size_t segment_bytes(unsigned nrings, unsigned depth, size_t chunk) noexcept;
 // slot i % depth; acquire while i - consumed < depth, ship = produced = i + 1,
 // landed while produced > j, release = consumed = j + 1, drained once
 // consumed == n (release/acquire ordering on the counters). Aborted when the
-// ring's error is set (-EIO) or, with check_id, when xfer_id no longer names
-// this transfer (-ECANCELED).
+// ring's error is set (-EIO; ESTALE, set by the owner when the buffer it was
+// asked to serve was freed in flight: -ESTALE) or, with check_id, when
+// xfer_id no longer names this transfer (-ECANCELED).
 class RingWire final : public ChunkWire {
 public:
     void reset(StagingSegment *seg, unsigned ring, uint64_t xfer_id, bool check_id) noexcept;
