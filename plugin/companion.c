@@ -12,6 +12,15 @@ static int companion_is_device(const void *ptr)
     return info.kind == GP_MEM_DEVICE;
 }
 
+static int companion_device_of(const void *ptr)
+{
+    gp_mem_info_t info;
+    if ((gp_cuda_mem_query(ptr, &info) != 0) || (info.kind != GP_MEM_DEVICE)) {
+        return -1;
+    }
+    return info.device;
+}
+
 static const gp_companion_t companion = {
     .version        = GP_COMPANION_VERSION,
     .cuda_available = gp_cuda_available,
@@ -20,6 +29,13 @@ static const gp_companion_t companion = {
     .copy           = gp_cuda_copy,
     .host_alloc     = gp_cuda_host_alloc,
     .host_free      = gp_cuda_host_free,
+    .dev_export      = gp_dev_export,
+    .dev_import      = gp_dev_import,
+    .dev_release     = gp_dev_release,
+    .self_start_time = gp_self_start_time,
+    .reduce          = gp_cuda_reduce,
+    .sync_device     = gp_cuda_sync_device,
+    .device_of       = companion_device_of,
 };
 
 __attribute__((visibility("default")))

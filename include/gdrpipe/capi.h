@@ -148,6 +148,35 @@ void gp_hooks_set_listener(gp_mem_event_cb_t cb, void *arg);
 /* allocations alive now: seen since install, plus those found by a scan */
 void gp_hooks_for_each_allocation(gp_mem_event_cb_t cb, void *arg);
 
+/* ---- device reductions across the processes of one host --------------- */
+/* For the Open MPI component (plugin/openmpi/gpo_devreduce.c): each process
+ * exports its buffers, one process per GPU imports the others' and runs the
+ * reduction kernel over all of them (gdrpipe/cuda/reduce_abi.h). */
+struct gp_reduce_args;
+/* The remote key of the device allocation holding [ptr, ptr+len), when it
+ * can be mapped by other processes (legacy IPC or VMM handle): 0; -ENOTSUP
+ * for other memory (host, unexportable device memory, stream-ordered pools);
+ * <0 with err on failure. */
+int gp_dev_export(const void *ptr, size_t len, gp_rkey_t *rkey, char *err, size_t errlen);
+/* The local address of [addr, addr+len) of the peer allocation `rkey` names
+ * (process `rkey->pid`, started at `start_time` by its own account, checked
+ * against the kernel's once per pid), mapped in device `device`'s context
+ * and kept in the import cache; *hold keeps the mapping until
+ * gp_dev_release(). An rkey of this process gives addr itself. 0, or <0
+ * with err. */
+int gp_dev_import(const gp_rkey_t *rkey, uint64_t start_time, uint64_t addr, size_t len,
+                  int device, void **local, void **hold, char *err, size_t errlen);
+void gp_dev_release(void *hold);
+/* this process's start time as gp_dev_import() expects it */
+uint64_t gp_self_start_time(void);
+/* The reduction on `device` (waits for the application's work on its legacy
+ * stream first, and for the kernel). 0, -ENOTSUP when the kernel is not
+ * available, <0 with err. */
+int gp_cuda_reduce(int device, const struct gp_reduce_args *a, char *err, size_t errlen);
+/* Waits until the legacy stream of `device` is idle (the application's
+ * queued work on a buffer it hands to MPI). 0 or <0. */
+int gp_cuda_sync_device(int device);
+
 /* ---- GPU data paths between processes (direct / staged) -------------- */
 /* Control messages of the data paths travel on the wire FIFO with this
  * active-message id (UCT's own ids are below UCT_AM_ID_MAX = 64). */

@@ -12,13 +12,17 @@
 #define GDRPIPE_COMPANION_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "gdrpipe/cuda/reduce_abi.h"
+#include "gdrpipe/rkey.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define GP_COMPANION_SYMBOL  "gdrpipe_companion"
-#define GP_COMPANION_VERSION 1u
+#define GP_COMPANION_VERSION 2u
 
 typedef struct gp_companion {
     unsigned version;
@@ -35,6 +39,17 @@ typedef struct gp_companion {
      * memory); NULL with err filled on failure */
     void *(*host_alloc)(size_t len, char *err, size_t errlen);
     void (*host_free)(void *ptr);
+    /* version 2: device reductions across the processes of one host
+     * (gdrpipe/capi.h, "device reductions", for the arguments) */
+    int (*dev_export)(const void *ptr, size_t len, gp_rkey_t *rkey, char *err, size_t errlen);
+    int (*dev_import)(const gp_rkey_t *rkey, uint64_t start_time, uint64_t addr, size_t len,
+                      int device, void **local, void **hold, char *err, size_t errlen);
+    void (*dev_release)(void *hold);
+    uint64_t (*self_start_time)(void);
+    int (*reduce)(int device, const gp_reduce_args_t *a, char *err, size_t errlen);
+    int (*sync_device)(int device);
+    /* device ordinal of device memory, -1 for anything else */
+    int (*device_of)(const void *ptr);
 } gp_companion_t;
 
 /* NULL when the caller wants a newer version than this plugin has */

@@ -26,6 +26,7 @@ typedef struct mca_coll_gdrpipe_component_t {
     mca_coll_base_component_2_0_0_t super;
     int priority;
     int verbose;
+    int device_reduce; /* reductions of device buffers on the GPU (devreduce.h) */
 } mca_coll_gdrpipe_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component;
@@ -34,6 +35,10 @@ typedef struct mca_coll_gdrpipe_module_t {
     mca_coll_base_module_t super;
     /* the communicator's functions below this module, retained */
     mca_coll_base_comm_coll_t next;
+    /* every process of the communicator runs on this host */
+    int all_local;
+    /* reductions done on the GPU, and qualifying ones staged instead */
+    unsigned long red_gpu, red_staged;
 } mca_coll_gdrpipe_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_gdrpipe_module_t);

@@ -1,6 +1,7 @@
 /* Blocking collectives of the module. */
 #include "coll_gdrpipe_wrap.h"
 #include "coll_gdrpipe_funcs.h"
+#include "coll_gdrpipe_devreduce.h"
 
 int mca_coll_gdrpipe_allgather(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
                                int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
@@ -23,6 +24,10 @@ int mca_coll_gdrpipe_allreduce(const void *sbuf, void *rbuf, int count, gpo_dt_t
                                struct ompi_op_t *op, gpo_comm_t *comm,
                                mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devreduce_allreduce(sbuf, rbuf, count, dt, op, comm, GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(allreduce, gpo_prep_allreduce(ST, &sbuf, &rbuf, count, dt, comm),
                  sbuf, rbuf, count, dt, op, comm);
 }

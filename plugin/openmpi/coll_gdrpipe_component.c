@@ -43,6 +43,14 @@ static int gdrpipe_register(void)
         "verbose", "Say why coll gdrpipe does not take part (0: silent)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_gdrpipe_component.verbose);
+    (void)mca_base_component_var_register(&mca_coll_gdrpipe_component.super.collm_version,
+        "device_reduce", "Reduce device buffers on the GPU (MPI_Allreduce of the "
+        "predefined operations and integer and floating point types, communicators of up to "
+        "16 processes, all on one host): one process per GPU maps the others' buffers and "
+        "runs one kernel. Costs every such reduction one small allgather, host buffers "
+        "included (0: off, device buffers staged through host memory)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_coll_gdrpipe_component.device_reduce);
     return OMPI_SUCCESS;
 }
 

@@ -4,11 +4,29 @@
 #include "coll_gdrpipe_funcs.h"
 #include "coll_gdrpipe_slots.h"
 
+#include "ompi/group/group.h"
+
+#include <stdlib.h>
 #include <string.h>
 
 static void module_construct(mca_coll_gdrpipe_module_t *m)
 {
     memset(&m->next, 0, sizeof(m->next));
+    m->all_local = 0;
+    m->red_gpu = m->red_staged = 0;
+}
+
+/* with UCX_GDRPIPE_STATS=y (as the plugin's counters) or verbose > 0 */
+static void report(const mca_coll_gdrpipe_module_t *m)
+{
+    const char *stats = getenv("UCX_GDRPIPE_STATS");
+    if ((m->red_gpu + m->red_staged == 0) ||
+        ((mca_coll_gdrpipe_component.verbose <= 0) &&
+         ((stats == NULL) || ((stats[0] != 'y') && (stats[0] != 'Y') && (stats[0] != '1'))))) {
+        return;
+    }
+    opal_output(0, "coll gdrpipe: device reductions on the GPU: %lu, staged: %lu",
+                m->red_gpu, m->red_staged);
 }
 
 static void release_next(mca_coll_gdrpipe_module_t *m)
@@ -24,6 +42,7 @@ static void release_next(mca_coll_gdrpipe_module_t *m)
 
 static void module_destruct(mca_coll_gdrpipe_module_t *m)
 {
+    report(m);
     release_next(m);
 }
 
@@ -47,6 +66,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     }
     GPO_SLOTS
 #undef GPO_SLOT
+    m->all_local = !OMPI_COMM_IS_INTER(comm) && !ompi_group_have_remote_peers(comm->c_local_group);
     return OMPI_SUCCESS;
 }
 

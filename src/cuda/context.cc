@@ -2,6 +2,7 @@
 #include "gdrpipe/cuda/context.hpp"
 
 #include "gdrpipe/cuda/copy_kernel.hpp"
+#include "gdrpipe/cuda/reduce.hpp"
 #include "gdrpipe/log.hpp"
 
 #include <unordered_set>
@@ -17,10 +18,24 @@ struct DeviceManager::Device {
     std::unordered_set<CUevent> outstanding;
     std::vector<signed char> can_peer;  // per peer: -1 unknown, 0 no, 1 yes
     std::vector<bool> peer_enabled;     // per peer
-    CUmodule copy_module = nullptr;     // copy_kernel()
-    CUfunction copy_fn = nullptr;
-    bool copy_failed = false;
+    CUmodule modules[kKernels] = {};    // kernel()
+    CUfunction fns[kKernels] = {};
+    bool failed[kKernels] = {};
 };
+
+namespace {
+struct KernelImage {
+    const unsigned char *image;
+    const std::size_t *len;
+    const char *name;
+    const char *what;
+};
+const KernelImage kImages[DeviceManager::kKernels] = {
+    {gp_copy_batch_fatbin, &gp_copy_batch_fatbin_len, GP_COPY_KERNEL_NAME,
+     "the batched copy kernel"},
+    {gp_reduce_fatbin, &gp_reduce_fatbin_len, GP_REDUCE_KERNEL_NAME, "the reduction kernel"},
+};
+} // namespace
 
 DeviceManager::DeviceManager(Driver &drv) : drv_(drv) {}
 
@@ -162,35 +177,37 @@ CUresult DeviceManager::stream(int ordinal, unsigned slot, CUstream *out) {
     return CUDA_SUCCESS;
 }
 
-CUresult DeviceManager::copy_kernel(int ordinal, CUfunction *out) {
+CUresult DeviceManager::kernel(int ordinal, Kernel k, CUfunction *out) {
     if (!drv_.available()) return CUDA_ERROR_NOT_INITIALIZED;
     Device *d = dev(ordinal);
     if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+    const unsigned i = unsigned(k);
+    if (i >= kKernels) return CUDA_ERROR_INVALID_VALUE;
+    const KernelImage &img = kImages[i];
     std::lock_guard<std::mutex> lock(d->mutex);
-    if (d->copy_fn != nullptr) {
-        *out = d->copy_fn;
+    if (d->fns[i] != nullptr) {
+        *out = d->fns[i];
         return CUDA_SUCCESS;
     }
     const Api &api = drv_.api();
-    if (d->copy_failed || gp_copy_batch_fatbin_len == 0 || api.cuModuleLoadData == nullptr ||
+    if (d->failed[i] || *img.len == 0 || api.cuModuleLoadData == nullptr ||
         api.cuLaunchKernel == nullptr)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult r = retain_locked(*d);
     if (r != CUDA_SUCCESS) return r;
     ScopedContext scope(api, d->ctx.load(std::memory_order_relaxed));
     if (!scope.ok()) return scope.status();
-    r = api.cuModuleLoadData(&d->copy_module, gp_copy_batch_fatbin);
-    if (r == CUDA_SUCCESS) r = api.cuModuleGetFunction(&d->copy_fn, d->copy_module, GP_COPY_KERNEL_NAME);
+    r = api.cuModuleLoadData(&d->modules[i], img.image);
+    if (r == CUDA_SUCCESS) r = api.cuModuleGetFunction(&d->fns[i], d->modules[i], img.name);
     if (r != CUDA_SUCCESS) {
-        GP_DEBUG("device %d: the batched copy kernel did not load (%s): copies one by one",
-                 ordinal, describe(r).c_str());
-        if (d->copy_module != nullptr) api.cuModuleUnload(d->copy_module);
-        d->copy_module = nullptr;
-        d->copy_fn = nullptr;
-        d->copy_failed = true;
+        GP_DEBUG("device %d: %s did not load (%s)", ordinal, img.what, describe(r).c_str());
+        if (d->modules[i] != nullptr) api.cuModuleUnload(d->modules[i]);
+        d->modules[i] = nullptr;
+        d->fns[i] = nullptr;
+        d->failed[i] = true;
         return CUDA_ERROR_NOT_SUPPORTED;
     }
-    *out = d->copy_fn;
+    *out = d->fns[i];
     return CUDA_SUCCESS;
 }
 
@@ -243,10 +260,12 @@ void DeviceManager::shutdown() noexcept {
                 s = nullptr;
             }
             for (CUevent ev : d.free_events) api.cuEventDestroy(ev);
-            if (d.copy_module != nullptr) api.cuModuleUnload(d.copy_module);
-            d.copy_module = nullptr;
-            d.copy_fn = nullptr;
-            d.copy_failed = false;
+            for (unsigned i = 0; i < kKernels; ++i) {
+                if (d.modules[i] != nullptr) api.cuModuleUnload(d.modules[i]);
+                d.modules[i] = nullptr;
+                d.fns[i] = nullptr;
+                d.failed[i] = false;
+            }
             d.free_events.clear();
             if (!d.outstanding.empty()) {
                 GP_WARN("device %d: %zu CUDA event(s) still in use at shutdown", d.props.ordinal,

@@ -2,6 +2,8 @@
 // table, picks the timing path and runs the copy on a stream worker.
 #include <cstring>
 
+#include "gdrpipe/cuda/reduce_ops.hpp"
+
 #include "sim_internal.hpp"
 
 namespace sim {
@@ -142,6 +144,61 @@ CUresult do_copy_batch(const gp_copy_desc_t* d, unsigned n, CUstream h, bool per
     if (d[i].len != 0) ops.push_back(copy_op(se, de, size_t(d[i].len), -1));
   }
   for (Op& op : ops) enqueue(s, std::move(op));
+  return CUDA_SUCCESS;
+}
+
+// gdrpipe's reduction kernel, run on the host over the memory's host
+// aliases: each buffer must be reachable from the stream's device as from a
+// kernel (its own memory, a peer's with access enabled, pinned host memory)
+CUresult do_reduce(const gp_reduce_args_t& a, CUstream h, bool per_thread) {
+  Lock lk(g_mu);
+  Stream* s;
+  if (CUresult r = get_stream(h, per_thread, &s)) return r;
+  if (a.nsrc == 0 || a.nsrc > GP_REDUCE_MAX_BUFS || a.ndst > GP_REDUCE_MAX_BUFS ||
+      !gp_red_valid(a.type, a.op) || a.end < a.begin)
+    return CUDA_ERROR_INVALID_VALUE;
+  const int dev = s->ctx != nullptr ? s->ctx->dev : 0;
+  const size_t es = gp_red_type_size(a.type);
+  const size_t off = size_t(a.begin) * es, n = size_t(a.end - a.begin) * es;
+  gp_reduce_args_t b = a;
+  std::vector<std::shared_ptr<Backing>> keep;
+  auto map = [&](unsigned long long& p) -> CUresult {
+    End e;
+    if (CUresult r = resolve(uintptr_t(p) + off, n ? n : 1, Want::Any, e)) return r;
+    if (e.pageable || (e.dev && e.ordinal != dev && !peer_active(dev, e.ordinal)))
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
+    p = reinterpret_cast<uintptr_t>(e.p) - off;
+    if (e.keep) keep.push_back(e.keep);
+    return CUDA_SUCCESS;
+  };
+  for (unsigned i = 0; i < b.nsrc; ++i)
+    if (CUresult r = map(b.src[i])) return r;
+  for (unsigned i = 0; i < b.ndst; ++i)
+    if (CUresult r = map(b.dst[i])) return r;
+  if (n == 0) return CUDA_SUCCESS;
+  Op op;
+  op.fn = [b, keep] {
+    for (unsigned long long i = b.begin; i < b.end; ++i) {
+      switch (b.type) {
+        case GP_RED_I8: gdrpipe::cuda::red_element<signed char>(b, i); break;
+        case GP_RED_U8: gdrpipe::cuda::red_element<unsigned char>(b, i); break;
+        case GP_RED_I16: gdrpipe::cuda::red_element<short>(b, i); break;
+        case GP_RED_U16: gdrpipe::cuda::red_element<unsigned short>(b, i); break;
+        case GP_RED_I32: gdrpipe::cuda::red_element<int>(b, i); break;
+        case GP_RED_U32: gdrpipe::cuda::red_element<unsigned>(b, i); break;
+        case GP_RED_I64: gdrpipe::cuda::red_element<long long>(b, i); break;
+        case GP_RED_U64: gdrpipe::cuda::red_element<unsigned long long>(b, i); break;
+        case GP_RED_F32: gdrpipe::cuda::red_element<float>(b, i); break;
+        default: gdrpipe::cuda::red_element<double>(b, i); break;
+      }
+    }
+  };
+  if (g->virtual_clock) {
+    const PathModel& m = g->topo.path[P_D2D];
+    op.v_busy = m.bw_Bps > 0 ? g->time_scale * double(n) * (b.nsrc + b.ndst) / m.bw_Bps : 0;
+    op.v_lat = g->time_scale * m.lat_s;
+  }
+  enqueue(s, std::move(op));
   return CUDA_SUCCESS;
 }
 

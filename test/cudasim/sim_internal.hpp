@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda.h>
 #include "gdrpipe/cuda/copy_kernel_abi.h"
+#include "gdrpipe/cuda/reduce_abi.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -212,6 +213,7 @@ void trim_all_pools();
 
 // the batched copy kernel's copies (sim_kernel.cc), in stream order
 CUresult do_copy_batch(const gp_copy_desc_t* d, unsigned n, CUstream h, bool per_thread);
+CUresult do_reduce(const gp_reduce_args_t& a, CUstream h, bool per_thread);
 
 // streams
 CUresult get_stream(CUstream h, bool per_thread, Stream** out);

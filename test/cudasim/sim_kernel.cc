@@ -1,6 +1,7 @@
-// Modules and kernel launches: the simulator knows one kernel, gdrpipe's
-// batched copy (include/gdrpipe/cuda/copy_kernel_abi.h), and runs its copies
-// on the stream like the copy engine's. A module image must look like a
+// Modules and kernel launches: the simulator knows gdrpipe's kernels, the
+// batched copy (include/gdrpipe/cuda/copy_kernel_abi.h), whose copies it runs
+// on the stream like the copy engine's, and the reduction
+// (include/gdrpipe/cuda/reduce_abi.h), run on the host on the stream. A module image must look like a
 // fatbin; GDRPIPE_SIM_NO_KERNELS=1 makes every module fail to load, as on a
 // GPU the image has no code for.
 #include <cstdlib>
@@ -17,8 +18,10 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 struct Module {
   int dev = 0;
 };
+enum class Fn { copy_batch, reduce };
 struct Function {
   Module* mod = nullptr;
+  Fn fn = Fn::copy_batch;
 };
 
 std::set<Module*> g_modules;
@@ -31,14 +34,21 @@ bool kernels_off() {
 
 CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                 unsigned bz, CUstream h, void** params, void** extra, bool per_thread) {
+  Fn which;
   {
     Lock lk(g_mu);
     if (CUresult r = check_init()) return r;
     if (!g_functions.count(reinterpret_cast<Function*>(f))) return CUDA_ERROR_INVALID_HANDLE;
+    which = reinterpret_cast<Function*>(f)->fn;
   }
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024)
     return CUDA_ERROR_INVALID_VALUE;
   if (params == nullptr || params[0] == nullptr || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (which == Fn::reduce) {
+    gp_reduce_args_t a;
+    std::memcpy(&a, params[0], sizeof(a));
+    return do_reduce(a, h, per_thread);
+  }
   gp_copy_batch_t b;
   std::memcpy(&b, params[0], sizeof(b));
   if (b.count > GP_COPY_BATCH_MAX) return CUDA_ERROR_INVALID_VALUE;
@@ -86,8 +96,15 @@ SIM_API CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name
   auto* mod = reinterpret_cast<Module*>(m);
   if (!g_modules.count(mod)) return CUDA_ERROR_INVALID_HANDLE;
   if (f == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (std::strcmp(name, GP_COPY_KERNEL_NAME) != 0) return CUDA_ERROR_NOT_FOUND;
-  auto* fn = new Function{mod};
+  Fn which;
+  if (std::strcmp(name, GP_COPY_KERNEL_NAME) == 0) {
+    which = Fn::copy_batch;
+  } else if (std::strcmp(name, GP_REDUCE_KERNEL_NAME) == 0) {
+    which = Fn::reduce;
+  } else {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  auto* fn = new Function{mod, which};
   g_functions.insert(fn);
   *f = reinterpret_cast<CUfunction>(fn);
   return CUDA_SUCCESS;

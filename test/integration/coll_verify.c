@@ -3,12 +3,13 @@
  * (MPI_IN_PLACE too), on MPI_COMM_WORLD, on communicators from
  * MPI_Comm_split and on an intercommunicator between them, and
  * point-to-point with MPI_Type_vector, on buffers in device memory
- * (-d cuda) or host memory (-d host). Inputs are written and
+ * (-d cuda) or host memory (-d host), or device memory on even ranks and host
+ * memory on odd ones (-d mixed). Inputs are written and
  * results read back through the CUDA driver (devmem.h); every result is
  * checked on the host, including the gaps a datatype or a displacement
  * leaves alone. Exit status 0 when every check passed on every rank.
  *
- * usage: coll_verify [-d host|cuda] [--sizes N,N,...] [--no-p2p | --only-p2p]
+ * usage: coll_verify [-d host|cuda|mixed] [--sizes N,N,...] [--no-p2p | --only-p2p]
  *                    [--expect-cuda-support 0|1] */
 #include "coll_check.h"
 
@@ -36,11 +37,19 @@ static int parse_sizes(const char *s, int *sizes, int max)
 
 int main(int argc, char **argv)
 {
-    int sizes[16] = {1, 100, 4096}, nsizes = 3, p2p = 1, coll = 1, expect_cs = -1;
+    int sizes[16] = {1, 100, 4096}, nsizes = 3, p2p = 1, coll = 1, expect_cs = -1, mixed = 0;
     cc_mem_t mem = CC_HOST;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-d") && i + 1 < argc) {
-            mem = !strcmp(argv[++i], "cuda") ? CC_DEVICE : CC_HOST;
+            ++i;
+            mem = !strcmp(argv[i], "cuda") ? CC_DEVICE : CC_HOST;
+            if (!strcmp(argv[i], "mixed")) {
+                /* device buffers on even ranks, host buffers on odd ones
+                 * (Open MPI's rank, known before MPI_Init) */
+                const char *r = getenv("OMPI_COMM_WORLD_RANK");
+                mem = (r != NULL && atoi(r) % 2 == 1) ? CC_HOST : CC_DEVICE;
+                mixed = 1;
+            }
         } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
             nsizes = parse_sizes(argv[++i], sizes, 16);
         } else if (!strcmp(argv[i], "--no-p2p")) {
@@ -54,7 +63,7 @@ int main(int argc, char **argv)
         }
     }
     if (nsizes <= 0) {
-        fprintf(stderr, "usage: coll_verify [-d host|cuda] [--sizes N,N,...] "
+        fprintf(stderr, "usage: coll_verify [-d host|cuda|mixed] [--sizes N,N,...] "
                         "[--no-p2p | --only-p2p] [--expect-cuda-support 0|1]\n");
         return 2;
     }
@@ -105,7 +114,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(&fails, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("coll_verify: %d ranks, %s buffers, %d sizes: %s (%ld failed checks)\n", size,
-               mem == CC_DEVICE ? "device" : "host", nsizes, total ? "FAILED" : "passed",
+               mixed ? "device and host" : mem == CC_DEVICE ? "device" : "host", nsizes,
+               total ? "FAILED" : "passed",
                total);
     }
     MPI_Comm_free(&comms[1]);

@@ -13,6 +13,9 @@
 #   expect-path.sh device-rndv CMD...  some device tag sends given the device
 #                                   rendezvous threshold (plugin/ucp_send.c)
 #   expect-path.sh no-device-rndv CMD...  none (host buffers only)
+#   expect-path.sh gpu-reduce CMD...  some MPI reductions of device buffers
+#                                   done on the GPU (coll/gdrpipe's
+#                                   device_reduce), and how many were staged
 # The client's own exit status comes first (data verification).
 set -u
 want=$1
@@ -46,6 +49,18 @@ device-rndv | no-device-rndv)
     exit
     ;;
 esac
+if [ "$want" = gpu-reduce ]; then
+    # "coll gdrpipe: device reductions on the GPU: N, staged: M", per communicator
+    lines=$(grep -o 'device reductions on the GPU: [0-9]*, staged: [0-9]*' "$log")
+    [ -n "$lines" ] || { echo "expect-path: no device reduction counter lines"; exit 1; }
+    gpu=0
+    staged=0
+    for c in $(printf '%s\n' "$lines" | sed 's/.*GPU: \([0-9]*\),.*/\1/'); do gpu=$((gpu + c)); done
+    for c in $(printf '%s\n' "$lines" | sed 's/.*staged: //'); do staged=$((staged + c)); done
+    echo "expect-path: device reductions on the GPU=$gpu staged=$staged (want $want)"
+    [ "$gpu" -gt 0 ]
+    exit
+fi
 if [ "$want" = tag-ref ] || [ "$want" = tag-ref-host ]; then
     # "tag matching: matched=N unexpected=N by-reference=N inline=N truncated=N"
     lines=$(grep -o 'tag matching: matched=[0-9]* .*truncated=[0-9]*.*' "$log")

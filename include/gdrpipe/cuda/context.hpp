@@ -78,11 +78,17 @@ public:
     CUresult acquire_event(int ordinal, CUevent *out);
     void release_event(int ordinal, CUevent ev) noexcept;
 
-    // The batched copy kernel (gp_copy_batch, copy_kernel.hpp) in the
-    // device's primary context, its module loaded on first use.
-    // CUDA_ERROR_NOT_SUPPORTED: built without it, or it failed to load
-    // (which is remembered until shutdown()).
-    CUresult copy_kernel(int ordinal, CUfunction *out);
+    // gdrpipe's kernels in the device's primary context, each module loaded
+    // on first use: the batched copy (gp_copy_batch, copy_kernel.hpp) and
+    // the reduction (gp_reduce, reduce.hpp). CUDA_ERROR_NOT_SUPPORTED: built
+    // without it, or it failed to load (which is remembered until
+    // shutdown()).
+    enum class Kernel : unsigned { copy_batch = 0, reduce = 1 };
+    static constexpr unsigned kKernels = 2;
+    CUresult kernel(int ordinal, Kernel k, CUfunction *out);
+    CUresult copy_kernel(int ordinal, CUfunction *out) {
+        return kernel(ordinal, Kernel::copy_batch, out);
+    }
     // Destroy streams and pooled events, release primary contexts. Events
     // still outstanding are forgotten (a warning is logged) and are not
     // pooled again when released.

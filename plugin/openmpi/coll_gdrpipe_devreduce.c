@@ -1,0 +1,233 @@
+/* Reductions of device buffers on the GPU (coll_gdrpipe_devreduce.h): every
+ * process of the communicator exports its buffers, one process per GPU
+ * imports the others' (CUDA IPC / VMM handles, through the plugin's import
+ * cache) and runs one kernel that combines its share of the elements of all
+ * the sources and writes it into all the destinations. Nothing passes
+ * through host memory and, with several processes on one GPU, only one of
+ * them works on it.
+ *
+ * A call qualifies by its arguments alone (the same on every rank, so every
+ * rank takes the same branch): intracommunicator of at most
+ * GP_REDUCE_MAX_BUFS ranks, all on this host; count > 0; a predefined type
+ * and operation the kernel does. Then:
+ *  1. each rank waits for its device's legacy stream (the application's
+ *     queued work on its buffers) and exports its send and receive buffers;
+ *  2. allgather of one record per rank (the next module's, host memory):
+ *     whether it can take part, its start time, its remote keys;
+ *  3. if any rank cannot (host buffers, memory no other process can map),
+ *     every rank returns "not taken" and the caller stages through host
+ *     memory; else the first rank of each GPU reduces that GPU's share;
+ *  4. allreduce (max) of the launchers' status: a rank's buffers are not
+ *     touched after it, and a failure anywhere (an import or a launch,
+ *     neither of which writes anything) makes every rank stage instead. */
+#include "coll_gdrpipe_devreduce.h"
+
+#include "gpo_dev.h"
+
+#include "ompi/group/group.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct gpo_red_rec {
+    int32_t ok;     /* 1: takes part */
+    int32_t pad;
+    uint64_t start; /* the process's start time (gp_dev_import) */
+    uint64_t saddr, raddr;
+    gp_rkey_t skey, rkey;
+} gpo_red_rec_t;
+
+#define GPO_SINT(t) \
+    (sizeof(t) == 1 ? GP_RED_I8 : sizeof(t) == 2 ? GP_RED_I16 : sizeof(t) == 4 ? GP_RED_I32 : GP_RED_I64)
+
+int gpo_red_type_of(struct ompi_datatype_t *dt)
+{
+    const struct {
+        MPI_Datatype dt;
+        int type;
+    } table[] = {
+        {MPI_CHAR, GP_RED_I8},            {MPI_SIGNED_CHAR, GP_RED_I8},
+        {MPI_INT8_T, GP_RED_I8},          {MPI_UNSIGNED_CHAR, GP_RED_U8},
+        {MPI_UINT8_T, GP_RED_U8},         {MPI_BYTE, GP_RED_U8},
+        {MPI_C_BOOL, GP_RED_U8},          {MPI_SHORT, GP_RED_I16},
+        {MPI_INT16_T, GP_RED_I16},        {MPI_UNSIGNED_SHORT, GP_RED_U16},
+        {MPI_UINT16_T, GP_RED_U16},       {MPI_INT, GP_RED_I32},
+        {MPI_INT32_T, GP_RED_I32},        {MPI_UNSIGNED, GP_RED_U32},
+        {MPI_UINT32_T, GP_RED_U32},       {MPI_LONG, GPO_SINT(long)},
+        {MPI_UNSIGNED_LONG, GPO_SINT(long) + 1},
+        {MPI_LONG_LONG, GP_RED_I64},      {MPI_INT64_T, GP_RED_I64},
+        {MPI_UNSIGNED_LONG_LONG, GP_RED_U64}, {MPI_UINT64_T, GP_RED_U64},
+        {MPI_AINT, GPO_SINT(MPI_Aint)},   {MPI_OFFSET, GPO_SINT(MPI_Offset)},
+        {MPI_COUNT, GPO_SINT(MPI_Count)}, {MPI_FLOAT, GP_RED_F32},
+        {MPI_DOUBLE, GP_RED_F64},
+    };
+    if (sizeof(float) != 4 || sizeof(double) != 8 || sizeof(char) != 1) {
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i) {
+        if (table[i].dt == dt) {
+            return table[i].type;
+        }
+    }
+    return -1;
+}
+
+int gpo_red_op_of(struct ompi_op_t *op)
+{
+    const struct {
+        MPI_Op op;
+        int red;
+    } table[] = {
+        {MPI_SUM, GP_RED_SUM},   {MPI_PROD, GP_RED_PROD}, {MPI_MIN, GP_RED_MIN},
+        {MPI_MAX, GP_RED_MAX},   {MPI_LAND, GP_RED_LAND}, {MPI_LOR, GP_RED_LOR},
+        {MPI_LXOR, GP_RED_LXOR}, {MPI_BAND, GP_RED_BAND}, {MPI_BOR, GP_RED_BOR},
+        {MPI_BXOR, GP_RED_BXOR},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i) {
+        if (table[i].op == op) {
+            return table[i].red;
+        }
+    }
+    return -1;
+}
+
+/* whether this rank's buffers can take part; fills its record */
+static int local_part(const gp_companion_t *c, const void *sbuf, void *rbuf, size_t bytes,
+                      gpo_red_rec_t *rec)
+{
+    char err[256];
+    int dev;
+    memset(rec, 0, sizeof(*rec));
+    if ((size_t)rbuf < 4096 || (size_t)sbuf < 4096) {
+        return 0;
+    }
+    dev = c->device_of(rbuf);
+    if ((dev < 0) || (c->device_of(sbuf) != dev) || (c->sync_device(dev) != 0)) {
+        return 0;
+    }
+    if ((c->dev_export(sbuf, bytes, &rec->skey, err, sizeof(err)) != 0) ||
+        (c->dev_export(rbuf, bytes, &rec->rkey, err, sizeof(err)) != 0)) {
+        if (mca_coll_gdrpipe_component.verbose > 1) {
+            opal_output(0, "coll gdrpipe: device reduction: buffers not exported: %s", err);
+        }
+        return 0;
+    }
+    rec->start = c->self_start_time();
+    rec->saddr = (uint64_t)(uintptr_t)sbuf;
+    rec->raddr = (uint64_t)(uintptr_t)rbuf;
+    rec->ok = 1;
+    return 1;
+}
+
+/* The launcher's part: imports every rank's buffers (`bytes` each) into
+ * its device's context and reduces elements [begin, end). 0, or -1 with
+ * nothing written. */
+static int launch(const gp_companion_t *c, const gpo_red_rec_t *all, int n, int dev,
+                  size_t bytes, unsigned long long begin, unsigned long long end, int type,
+                  int red)
+{
+    gp_reduce_args_t a;
+    void *holds[2 * GP_REDUCE_MAX_BUFS] = {NULL};
+    char err[256] = "";
+    int rc = 0, h = 0;
+    memset(&a, 0, sizeof(a));
+    for (int r = 0; (r < n) && (rc == 0); ++r) {
+        void *sp = NULL, *dp = NULL;
+        rc = c->dev_import(&all[r].skey, all[r].start, all[r].saddr, bytes, dev, &sp,
+                           &holds[h++], err, sizeof(err));
+        if (rc == 0) {
+            rc = c->dev_import(&all[r].rkey, all[r].start, all[r].raddr, bytes, dev, &dp,
+                               &holds[h++], err, sizeof(err));
+        }
+        a.src[r] = (unsigned long long)(uintptr_t)sp;
+        a.dst[r] = (unsigned long long)(uintptr_t)dp;
+    }
+    if (rc == 0) {
+        a.nsrc = a.ndst = (unsigned)n;
+        a.begin = begin;
+        a.end = end;
+        a.type = (unsigned)type;
+        a.op = (unsigned)red;
+        rc = c->reduce(dev, &a, err, sizeof(err));
+    }
+    for (int i = 0; i < h; ++i) {
+        if (holds[i] != NULL) {
+            c->dev_release(holds[i]);
+        }
+    }
+    if (rc != 0) {
+        opal_output(0, "coll gdrpipe: device reduction failed, staged instead: %s", err);
+        return -1;
+    }
+    return 0;
+}
+
+int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
+                            struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                            struct ompi_communicator_t *comm,
+                            mca_coll_gdrpipe_module_t *m, int *rc)
+{
+    const gp_companion_t *c = gpo_dev();
+    const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+    const int type = gpo_red_type_of(dt), red = gpo_red_op_of(op);
+    gpo_red_rec_t mine, all[GP_REDUCE_MAX_BUFS];
+    int status = 0, worst = 0, ok = 1;
+
+    /* qualifies by the arguments alone: every rank decides alike */
+    if (!mca_coll_gdrpipe_component.device_reduce || !m->all_local || (c == NULL) ||
+        (c->version < 2) || (count <= 0) || (n > GP_REDUCE_MAX_BUFS) || (type < 0) ||
+        (red < 0) || !gp_red_valid((unsigned)type, (unsigned)red)) {
+        return 1;
+    }
+    const size_t bytes = (size_t)count * gp_red_type_size((unsigned)type);
+    (void)local_part(c, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, rbuf, bytes, &mine);
+    *rc = m->next.coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE,
+                                 comm, m->next.coll_allgather_module);
+    if (*rc != OMPI_SUCCESS) {
+        return 0;
+    }
+    for (int r = 0; r < n; ++r) {
+        ok &= all[r].ok == 1;
+    }
+    if (!ok) {
+        m->red_staged++;
+        return 1;
+    }
+    /* the GPUs, in the order of their first rank; this rank launches when
+     * it is the first of its GPU, for that GPU's share of the elements */
+    int ngpu = 0, my_gpu = -1;
+    for (int r = 0; r < n; ++r) {
+        int first = 1;
+        for (int q = 0; (q < r) && first; ++q) {
+            first = memcmp(all[q].rkey.dev_uuid, all[r].rkey.dev_uuid, 16) != 0;
+        }
+        if (first) {
+            if (r == me) {
+                my_gpu = ngpu;
+            }
+            ++ngpu;
+        }
+    }
+    if (my_gpu >= 0) {
+        const unsigned long long share = ((unsigned long long)count + ngpu - 1) / ngpu;
+        unsigned long long begin = share * (unsigned long long)my_gpu, end = begin + share;
+        if (end > (unsigned long long)count) {
+            end = (unsigned long long)count;
+        }
+        if (begin < end) {
+            status = launch(c, all, n, c->device_of(rbuf), bytes, begin, end, type, red) != 0;
+        }
+    }
+    *rc = m->next.coll_allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, comm,
+                                 m->next.coll_allreduce_module);
+    if (*rc != OMPI_SUCCESS) {
+        return 0;
+    }
+    if (worst != 0) {
+        m->red_staged++;
+        return 1;
+    }
+    m->red_gpu++;
+    return 0;
+}

@@ -1,0 +1,23 @@
+/* Reductions of device buffers on the GPU, for communicators whose
+ * processes all run on this host (coll_gdrpipe_devreduce.c). Off unless
+ * the MCA parameter coll_gdrpipe_device_reduce is set: it then costs every
+ * qualifying reduction one small allgather, host buffers included (the
+ * ranks must agree, and a rank cannot know the others' buffers). */
+#ifndef GDRPIPE_COLL_GDRPIPE_DEVREDUCE_H
+#define GDRPIPE_COLL_GDRPIPE_DEVREDUCE_H
+
+#include "coll_gdrpipe.h"
+
+/* MPI_Allreduce on the GPU. 0: done, *rc the result; 1: not taken (the
+ * same answer on every rank of comm: the caller stages as before). */
+int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
+                            struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                            struct ompi_communicator_t *comm,
+                            mca_coll_gdrpipe_module_t *m, int *rc);
+
+/* enum gp_red_type of a predefined datatype, enum gp_red_op of a predefined
+ * operation; -1 when the kernel does not do it */
+int gpo_red_type_of(struct ompi_datatype_t *dt);
+int gpo_red_op_of(struct ompi_op_t *op);
+
+#endif
