@@ -100,6 +100,10 @@ int mca_coll_gdrpipe_reduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *d
                             struct ompi_op_t *op, int root, gpo_comm_t *comm,
                             mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devreduce_reduce(sbuf, rbuf, count, dt, op, root, comm, GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(reduce, gpo_prep_reduce(ST, &sbuf, &rbuf, count, dt, root, comm),
                  sbuf, rbuf, count, dt, op, root, comm);
 }

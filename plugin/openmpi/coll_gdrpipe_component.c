@@ -44,7 +44,7 @@ static int gdrpipe_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_gdrpipe_component.verbose);
     (void)mca_base_component_var_register(&mca_coll_gdrpipe_component.super.collm_version,
-        "device_reduce", "Reduce device buffers on the GPU (MPI_Allreduce of the "
+        "device_reduce", "Reduce device buffers on the GPU (MPI_Allreduce and MPI_Reduce of the "
         "predefined operations and integer and floating point types, communicators of up to "
         "16 processes, all on one host): one process per GPU maps the others' buffers and "
         "runs one kernel. Costs every such reduction one small allgather, host buffers "

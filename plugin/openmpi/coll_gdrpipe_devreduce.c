@@ -1,8 +1,10 @@
-/* Reductions of device buffers on the GPU (coll_gdrpipe_devreduce.h): every
+/* Reductions of device buffers on the GPU (coll_gdrpipe_devreduce.h),
+ * MPI_Allreduce and MPI_Reduce: every
  * process of the communicator exports its buffers, one process per GPU
  * imports the others' (CUDA IPC / VMM handles, through the plugin's import
  * cache) and runs one kernel that combines its share of the elements of all
- * the sources and writes it into all the destinations. Nothing passes
+ * the sources and writes it into all the destinations (every rank's result
+ * buffer; the root's for MPI_Reduce). Nothing passes
  * through host memory and, with several processes on one GPU, only one of
  * them works on it.
  *
@@ -32,7 +34,8 @@
 
 typedef struct gpo_red_rec {
     int32_t ok;     /* 1: takes part */
-    int32_t pad;
+    int32_t has_result; /* 1: rkey filled (a rank that gets the result) */
+    uint8_t uuid[16]; /* its GPU */
     uint64_t start; /* the process's start time (gp_dev_import) */
     uint64_t saddr, raddr;
     gp_rkey_t skey, rkey;
@@ -92,22 +95,24 @@ int gpo_red_op_of(struct ompi_op_t *op)
     return -1;
 }
 
-/* whether this rank's buffers can take part; fills its record */
+/* whether this rank's buffers can take part; fills its record (rbuf NULL:
+ * a rank without a result, the non-roots of MPI_Reduce) */
 static int local_part(const gp_companion_t *c, const void *sbuf, void *rbuf, size_t bytes,
                       gpo_red_rec_t *rec)
 {
     char err[256];
     int dev;
     memset(rec, 0, sizeof(*rec));
-    if ((size_t)rbuf < 4096 || (size_t)sbuf < 4096) {
+    if ((size_t)sbuf < 4096 || (rbuf != NULL && (size_t)rbuf < 4096)) {
         return 0;
     }
-    dev = c->device_of(rbuf);
-    if ((dev < 0) || (c->device_of(sbuf) != dev) || (c->sync_device(dev) != 0)) {
+    dev = c->device_of(sbuf);
+    if ((dev < 0) || (rbuf != NULL && c->device_of(rbuf) != dev) ||
+        (c->sync_device(dev) != 0)) {
         return 0;
     }
     if ((c->dev_export(sbuf, bytes, &rec->skey, err, sizeof(err)) != 0) ||
-        (c->dev_export(rbuf, bytes, &rec->rkey, err, sizeof(err)) != 0)) {
+        (rbuf != NULL && c->dev_export(rbuf, bytes, &rec->rkey, err, sizeof(err)) != 0)) {
         if (mca_coll_gdrpipe_component.verbose > 1) {
             opal_output(0, "coll gdrpipe: device reduction: buffers not exported: %s", err);
         }
@@ -116,13 +121,15 @@ static int local_part(const gp_companion_t *c, const void *sbuf, void *rbuf, siz
     rec->start = c->self_start_time();
     rec->saddr = (uint64_t)(uintptr_t)sbuf;
     rec->raddr = (uint64_t)(uintptr_t)rbuf;
+    rec->has_result = rbuf != NULL ? 1 : 0;
+    memcpy(rec->uuid, rec->skey.dev_uuid, sizeof(rec->uuid));
     rec->ok = 1;
     return 1;
 }
 
 /* The launcher's part: imports every rank's buffers (`bytes` each) into
- * its device's context and reduces elements [begin, end). 0, or -1 with
- * nothing written. */
+ * its device's context and reduces elements [begin, end) into the result
+ * buffers of the ranks that have one. 0, or -1 with nothing written. */
 static int launch(const gp_companion_t *c, const gpo_red_rec_t *all, int n, int dev,
                   size_t bytes, unsigned long long begin, unsigned long long end, int type,
                   int red)
@@ -136,15 +143,15 @@ static int launch(const gp_companion_t *c, const gpo_red_rec_t *all, int n, int 
         void *sp = NULL, *dp = NULL;
         rc = c->dev_import(&all[r].skey, all[r].start, all[r].saddr, bytes, dev, &sp,
                            &holds[h++], err, sizeof(err));
-        if (rc == 0) {
+        if ((rc == 0) && all[r].has_result) {
             rc = c->dev_import(&all[r].rkey, all[r].start, all[r].raddr, bytes, dev, &dp,
                                &holds[h++], err, sizeof(err));
+            a.dst[a.ndst++] = (unsigned long long)(uintptr_t)dp;
         }
         a.src[r] = (unsigned long long)(uintptr_t)sp;
-        a.dst[r] = (unsigned long long)(uintptr_t)dp;
     }
     if (rc == 0) {
-        a.nsrc = a.ndst = (unsigned)n;
+        a.nsrc = (unsigned)n;
         a.begin = begin;
         a.end = end;
         a.type = (unsigned)type;
@@ -163,10 +170,10 @@ static int launch(const gp_companion_t *c, const gpo_red_rec_t *all, int n, int 
     return 0;
 }
 
-int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
-                            struct ompi_datatype_t *dt, struct ompi_op_t *op,
-                            struct ompi_communicator_t *comm,
-                            mca_coll_gdrpipe_module_t *m, int *rc)
+/* allreduce (root < 0) or reduce to root */
+static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+                     struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                     mca_coll_gdrpipe_module_t *m, int *rc)
 {
     const gp_companion_t *c = gpo_dev();
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
@@ -176,19 +183,27 @@ int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
 
     /* qualifies by the arguments alone: every rank decides alike */
     if (!mca_coll_gdrpipe_component.device_reduce || !m->all_local || (c == NULL) ||
-        (c->version < 2) || (count <= 0) || (n > GP_REDUCE_MAX_BUFS) || (type < 0) ||
-        (red < 0) || !gp_red_valid((unsigned)type, (unsigned)red)) {
+        (c->version < 2) || (count <= 0) || (n > GP_REDUCE_MAX_BUFS) || (root >= n) ||
+        (type < 0) || (red < 0) || !gp_red_valid((unsigned)type, (unsigned)red) ||
+        (m->next.coll_allgather == NULL) || (m->next.coll_allreduce == NULL)) {
         return 1;
     }
     const size_t bytes = (size_t)count * gp_red_type_size((unsigned)type);
-    (void)local_part(c, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, rbuf, bytes, &mine);
+    const int has_result = (root < 0) || (root == me);
+    (void)local_part(c, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, has_result ? rbuf : NULL, bytes,
+                     &mine);
     *rc = m->next.coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE,
                                  comm, m->next.coll_allgather_module);
     if (*rc != OMPI_SUCCESS) {
         return 0;
     }
     for (int r = 0; r < n; ++r) {
-        ok &= all[r].ok == 1;
+        const int part = (all[r].ok == 1) && (all[r].has_result == ((root < 0) || (root == r)));
+        if (!part && (r == me) && (mca_coll_gdrpipe_component.verbose > 1)) {
+            opal_output(0, "coll gdrpipe: %s of %d elements staged: rank %d's buffers cannot "
+                        "take part", root < 0 ? "allreduce" : "reduce", count, r);
+        }
+        ok &= part;
     }
     if (!ok) {
         m->red_staged++;
@@ -200,7 +215,7 @@ int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
     for (int r = 0; r < n; ++r) {
         int first = 1;
         for (int q = 0; (q < r) && first; ++q) {
-            first = memcmp(all[q].rkey.dev_uuid, all[r].rkey.dev_uuid, 16) != 0;
+            first = memcmp(all[q].uuid, all[r].uuid, 16) != 0;
         }
         if (first) {
             if (r == me) {
@@ -216,7 +231,8 @@ int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
             end = (unsigned long long)count;
         }
         if (begin < end) {
-            status = launch(c, all, n, c->device_of(rbuf), bytes, begin, end, type, red) != 0;
+            status = launch(c, all, n, c->device_of((sbuf == MPI_IN_PLACE) ? rbuf : sbuf),
+                            bytes, begin, end, type, red) != 0;
         }
     }
     *rc = m->next.coll_allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, comm,
@@ -230,4 +246,19 @@ int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
     }
     m->red_gpu++;
     return 0;
+}
+
+int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
+                            struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                            struct ompi_communicator_t *comm,
+                            mca_coll_gdrpipe_module_t *m, int *rc)
+{
+    return devreduce(sbuf, rbuf, count, dt, op, -1, comm, m, rc);
+}
+
+int gpo_devreduce_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+                         struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                         mca_coll_gdrpipe_module_t *m, int *rc)
+{
+    return devreduce(sbuf, rbuf, count, dt, op, root, comm, m, rc);
 }

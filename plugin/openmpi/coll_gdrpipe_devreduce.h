@@ -15,6 +15,11 @@ int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
                             struct ompi_communicator_t *comm,
                             mca_coll_gdrpipe_module_t *m, int *rc);
 
+/* MPI_Reduce to root on the GPU: the same contract */
+int gpo_devreduce_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+                         struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                         mca_coll_gdrpipe_module_t *m, int *rc);
+
 /* enum gp_red_type of a predefined datatype, enum gp_red_op of a predefined
  * operation; -1 when the kernel does not do it */
 int gpo_red_type_of(struct ompi_datatype_t *dt);
