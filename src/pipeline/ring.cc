@@ -127,7 +127,12 @@ std::unique_ptr<StagingSegment> StagingSegment::attach(pid_t pid, int fd, uint64
     s->depth_ = h.depth;
     s->chunk_ = h.chunk;
     s->ring_stride_ = h.ring_stride;
-    s->pin_.pin(s->map_, s->size_, "staging ring");
+    if (size <= kPinAttachedMax) {
+        s->pin_.pin(s->map_, s->size_, "staging ring");
+    } else {
+        GP_DEBUG("staging segment of pid %d: %zu MiB, more than the %zu MiB pinned for a "
+                 "peer: left pageable", int(pid), size_t(size >> 20), kPinAttachedMax >> 20);
+    }
     return s;
 }
 

@@ -32,6 +32,12 @@ inline constexpr uint32_t kSegVersion = 1;
 inline constexpr size_t kMinChunk = size_t{64} << 10;
 inline constexpr unsigned kMaxDepth = 64;
 inline constexpr unsigned kMaxRings = 64;
+// A peer's segment is pinned here only up to this size; a larger one is
+// mapped but left pageable (its copies are slower): a requester cannot make
+// its owner lock more memory than this (review M5). Segments the requesters
+// of this version make by default are at most 128 MiB (4 rings, at most
+// 32 MiB each when calibrated; 2 MiB x 4 otherwise).
+inline constexpr size_t kPinAttachedMax = size_t{256} << 20;
 
 struct SegHeader {
     uint32_t magic;
@@ -62,7 +68,8 @@ public:
     // New segment for `nrings` rings of `depth` x `chunk` (chunk: multiple of 64 KiB).
     static std::unique_ptr<StagingSegment> create(unsigned nrings, unsigned depth,
                                                   size_t chunk, std::string *err);
-    // Maps the segment of process `pid` (its fd `fd`), checking the header.
+    // Maps the segment of process `pid` (its fd `fd`), checking the header;
+    // pins it when it is at most kPinAttachedMax bytes.
     static std::unique_ptr<StagingSegment> attach(pid_t pid, int fd, uint64_t seg_id,
                                                   uint64_t size, std::string *err);
     ~StagingSegment();

@@ -96,3 +96,26 @@ TEST_CASE("staging segment: a rewritten shared header moves no ring and no slot"
     CHECK_FALSE(w.acquire(kDepth, &slot));
     ::munmap(p, own->size());
 }
+
+TEST_CASE("staging segment: a peer's segment is pinned only up to a bound", "[ring][security]") {
+    std::string err;
+    // the default shape: pinned by the owner that attaches it
+    auto small = StagingSegment::create(kRings, kDepth, kChunk, &err);
+    REQUIRE(small);
+    auto small_peer =
+        StagingSegment::attach(::getpid(), small->fd(), small->seg_id(), small->size(), &err);
+    REQUIRE(small_peer);
+    // 4 rings x 64 slots x 2 MiB = 512 MiB (sparse: never touched here): a
+    // requester may make it, the owner must not lock it (review M5)
+    auto big = StagingSegment::create(kRings, kMaxDepth, size_t{2} << 20, &err);
+    REQUIRE(big);
+    REQUIRE(big->size() > kPinAttachedMax);
+    auto big_peer = StagingSegment::attach(::getpid(), big->fd(), big->seg_id(), big->size(), &err);
+    REQUIRE(big_peer);
+    if (!small_peer->pinned()) {
+        WARN("no CUDA driver: nothing is pinned, the bound is not observable");
+        return;
+    }
+    CHECK_FALSE(big_peer->pinned());
+    CHECK(big_peer->ring(kRings - 1) != nullptr);
+}
