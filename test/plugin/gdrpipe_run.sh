@@ -32,6 +32,15 @@ check "glue: component path" "$tmp/glue:" \
       "$(getvar OMPI_MCA_mca_base_component_path <<<"$out" | sed 's/:.*/:/')"
 check "glue: Open MPI's default path kept, per-user folder last" "/home/u/.openmpi/components" \
       "$(getvar OMPI_MCA_mca_base_component_path <<<"$out" | sed 's/.*://')"
+# a relocated Open MPI (OPAL_PREFIX): its default folder under the new prefix
+out=$(env -u OMPI_MCA_mca_base_component_path GDRPIPE_OMPI_DIR="$tmp/glue" OPAL_PREFIX=/opt/ompi \
+      GDRPIPE_PLUGIN="$plugin" LD_PRELOAD= HOME=/home/u sh "$run" env)
+# e.g. /opt/ompi/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 for Debian's /usr
+mid=$(getvar OMPI_MCA_mca_base_component_path <<<"$out" | cut -d: -f2)
+case $mid in
+/opt/ompi/?*) mid=ok ;;
+esac
+check "relocated: Open MPI's default path under OPAL_PREFIX" ok "$mid"
 out=$(OMPI_MCA_mca_base_component_path=/opt/x GDRPIPE_OMPI_DIR="$tmp/glue" \
       GDRPIPE_PLUGIN="$plugin" sh "$run" env)
 check "glue: the caller's component path kept" "$tmp/glue:/opt/x" \
