@@ -26,7 +26,8 @@ typedef struct mca_coll_gdrpipe_component_t {
     mca_coll_base_component_2_0_0_t super;
     int priority;
     int verbose;
-    int device_reduce; /* reductions of device buffers on the GPU (devreduce.h) */
+    int device_reduce; /* reductions of device buffers on the GPU (devreduce.h):
+                        * 0 off, 1 always, 2 where device buffers were seen */
 } mca_coll_gdrpipe_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component;
@@ -39,6 +40,10 @@ typedef struct mca_coll_gdrpipe_module_t {
     int all_local;
     /* reductions done on the GPU, and qualifying ones staged instead */
     unsigned long red_gpu, red_staged;
+    /* device_reduce 2: qualifying calls so far, whether this rank's buffers
+     * were on the device in one since the last check, the agreed mode */
+    unsigned long red_calls;
+    int red_dev_seen, red_on;
 } mca_coll_gdrpipe_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_gdrpipe_module_t);

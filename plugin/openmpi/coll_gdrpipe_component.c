@@ -30,6 +30,7 @@ mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component = {
      * basic 10, self 75), as coll/cuda */
     .priority = 78,
     .verbose = 0,
+    .device_reduce = 2,
 };
 
 static int gdrpipe_register(void)
@@ -45,11 +46,13 @@ static int gdrpipe_register(void)
         &mca_coll_gdrpipe_component.verbose);
     (void)mca_base_component_var_register(&mca_coll_gdrpipe_component.super.collm_version,
         "device_reduce", "Reduce device buffers on the GPU (MPI_Allreduce and MPI_Reduce of the "
-        "predefined operations and integer and floating point types, communicators of up to "
+        "predefined operations on integer and floating point types, communicators of up to "
         "16 processes, all on one host): one process per GPU maps the others' buffers and "
-        "runs one kernel. Costs every such reduction one small allgather, host buffers "
-        "included (0: off, device buffers staged through host memory)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        "runs one kernel; the ranks agree on it with one small allgather per call. "
+        "0: off (device buffers staged through host memory); 1: every such call; "
+        "2: on communicators whose reductions had device buffers lately (checked with a "
+        "one-integer allreduce at the 1st, 2nd, 4th, ... 64th such call, then every 64th)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_gdrpipe_component.device_reduce);
     return OMPI_SUCCESS;
 }

@@ -170,6 +170,34 @@ static int launch(const gp_companion_t *c, const gpo_red_rec_t *all, int n, int 
     return 0;
 }
 
+/* device_reduce 2: whether this communicator's reductions agree on the GPU
+ * path now. Every rank counts the same qualifying calls (collectives are
+ * ordered per communicator), so all check at the same ones: the 1st, 2nd,
+ * 4th, ... 64th, then every 64th, with an allreduce (max) of whether their
+ * buffers were on the device in a qualifying call since the last check.
+ * Communicators whose reductions are all on host buffers then pay one
+ * integer allreduce per 64 calls instead of an allgather per call. */
+static int auto_on(const gp_companion_t *c, mca_coll_gdrpipe_module_t *m, const void *buf,
+                   struct ompi_communicator_t *comm, int *rc)
+{
+    const unsigned long k = ++m->red_calls;
+    *rc = OMPI_SUCCESS;
+    if (((size_t)buf >= 4096) && (c->device_of(buf) >= 0)) {
+        m->red_dev_seen = 1;
+    }
+    if ((k <= 64) ? ((k & (k - 1)) == 0) : (k % 64 == 0)) {
+        int seen = m->red_dev_seen, any = 0;
+        *rc = m->next.coll_allreduce(&seen, &any, 1, MPI_INT, MPI_MAX, comm,
+                                     m->next.coll_allreduce_module);
+        if (*rc != OMPI_SUCCESS) {
+            return 0;
+        }
+        m->red_on = any;
+        m->red_dev_seen = 0;
+    }
+    return m->red_on;
+}
+
 /* allreduce (root < 0) or reduce to root */
 static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
                      struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
@@ -182,7 +210,7 @@ static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     int status = 0, worst = 0, ok = 1;
 
     /* qualifies by the arguments alone: every rank decides alike */
-    if (!mca_coll_gdrpipe_component.device_reduce || !m->all_local || (c == NULL) ||
+    if ((mca_coll_gdrpipe_component.device_reduce <= 0) || !m->all_local || (c == NULL) ||
         (c->version < 2) || (count <= 0) || (n > GP_REDUCE_MAX_BUFS) || (root >= n) ||
         (type < 0) || (red < 0) || !gp_red_valid((unsigned)type, (unsigned)red) ||
         (m->next.coll_allgather == NULL) || (m->next.coll_allreduce == NULL)) {
@@ -190,6 +218,10 @@ static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     }
     const size_t bytes = (size_t)count * gp_red_type_size((unsigned)type);
     const int has_result = (root < 0) || (root == me);
+    if ((mca_coll_gdrpipe_component.device_reduce >= 2) &&
+        !auto_on(c, m, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, comm, rc)) {
+        return *rc == OMPI_SUCCESS ? 1 : 0;
+    }
     (void)local_part(c, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, has_result ? rbuf : NULL, bytes,
                      &mine);
     *rc = m->next.coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE,

@@ -1,8 +1,9 @@
 /* Reductions of device buffers on the GPU, for communicators whose
- * processes all run on this host (coll_gdrpipe_devreduce.c). Off unless
- * the MCA parameter coll_gdrpipe_device_reduce is set: it then costs every
- * qualifying reduction one small allgather, host buffers included (the
- * ranks must agree, and a rank cannot know the others' buffers). */
+ * processes all run on this host (coll_gdrpipe_devreduce.c). The ranks must
+ * agree (a rank cannot know the others' buffers): one small allgather per
+ * qualifying call, host buffers included. MCA parameter
+ * coll_gdrpipe_device_reduce: 0 off, 1 every qualifying call, 2 (default)
+ * only on communicators whose reductions had device buffers lately. */
 #ifndef GDRPIPE_COLL_GDRPIPE_DEVREDUCE_H
 #define GDRPIPE_COLL_GDRPIPE_DEVREDUCE_H
 

@@ -16,6 +16,8 @@
 #   expect-path.sh gpu-reduce CMD...  some MPI reductions of device buffers
 #                                   done on the GPU (coll/gdrpipe's
 #                                   device_reduce), and how many were staged
+#   expect-path.sh no-gpu-reduce CMD...  none on the GPU and none agreed on
+#                                   (host buffers only: no allgather per call)
 # The client's own exit status comes first (data verification).
 set -u
 want=$1
@@ -49,9 +51,15 @@ device-rndv | no-device-rndv)
     exit
     ;;
 esac
-if [ "$want" = gpu-reduce ]; then
-    # "coll gdrpipe: device reductions on the GPU: N, staged: M", per communicator
+if [ "$want" = gpu-reduce ] || [ "$want" = no-gpu-reduce ]; then
+    # "coll gdrpipe: device reductions on the GPU: N, staged: M", per
+    # communicator that agreed on any (none: no line)
     lines=$(grep -o 'device reductions on the GPU: [0-9]*, staged: [0-9]*' "$log")
+    if [ "$want" = no-gpu-reduce ]; then
+        echo "expect-path: device reduction counter lines: $(printf '%s' "$lines" | grep -c .) (want none)"
+        [ -z "$lines" ]
+        exit
+    fi
     [ -n "$lines" ] || { echo "expect-path: no device reduction counter lines"; exit 1; }
     gpu=0
     staged=0
