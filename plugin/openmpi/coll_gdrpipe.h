@@ -27,7 +27,7 @@ typedef struct mca_coll_gdrpipe_component_t {
     int priority;
     int verbose;
     int device_reduce; /* reductions of device buffers on the GPU (devreduce.h):
-                        * 0 off, 1 always, 2 where device buffers were seen */
+                        * 0 off, 1 always, 2 once device buffers were seen */
 } mca_coll_gdrpipe_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component;
@@ -41,7 +41,8 @@ typedef struct mca_coll_gdrpipe_module_t {
     /* reductions done on the GPU, and qualifying ones staged instead */
     unsigned long red_gpu, red_staged;
     /* device_reduce 2: qualifying calls so far, whether this rank's buffers
-     * were on the device in one since the last check, the agreed mode */
+     * were on the device in one since the last check, whether the
+     * communicator agrees on every call now (once set, for good) */
     unsigned long red_calls;
     int red_dev_seen, red_on;
 } mca_coll_gdrpipe_module_t;

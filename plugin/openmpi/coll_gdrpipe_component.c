@@ -50,7 +50,7 @@ static int gdrpipe_register(void)
         "16 processes, all on one host): one process per GPU maps the others' buffers and "
         "runs one kernel; the ranks agree on it with one small allgather per call. "
         "0: off (device buffers staged through host memory); 1: every such call; "
-        "2: on communicators whose reductions had device buffers lately (checked with a "
+        "2: on communicators once their reductions had device buffers (checked with a "
         "one-integer allreduce at the 1st, 2nd, 4th, ... 64th such call, then every 64th)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_gdrpipe_component.device_reduce);

@@ -171,17 +171,23 @@ static int launch(const gp_companion_t *c, const gpo_red_rec_t *all, int n, int 
 }
 
 /* device_reduce 2: whether this communicator's reductions agree on the GPU
- * path now. Every rank counts the same qualifying calls (collectives are
- * ordered per communicator), so all check at the same ones: the 1st, 2nd,
- * 4th, ... 64th, then every 64th, with an allreduce (max) of whether their
- * buffers were on the device in a qualifying call since the last check.
- * Communicators whose reductions are all on host buffers then pay one
- * integer allreduce per 64 calls instead of an allgather per call. */
+ * path. Every rank counts the same qualifying calls (collectives are ordered
+ * per communicator), so all check at the same ones: the 1st, 2nd, 4th, ...
+ * 64th, then every 64th, with an allreduce (max) of whether their buffers
+ * were on the device in a qualifying call since the last check. Once one
+ * was, the communicator agrees on every qualifying call from then on (a
+ * communicator that alternates long runs of host and device reductions
+ * would otherwise stage the first calls of each device run). Communicators
+ * whose reductions are all on host buffers pay one integer allreduce per
+ * 64 calls instead of an allgather per call. */
 static int auto_on(const gp_companion_t *c, mca_coll_gdrpipe_module_t *m, const void *buf,
                    struct ompi_communicator_t *comm, int *rc)
 {
-    const unsigned long k = ++m->red_calls;
     *rc = OMPI_SUCCESS;
+    if (m->red_on) {
+        return 1;
+    }
+    const unsigned long k = ++m->red_calls;
     if (((size_t)buf >= 4096) && (c->device_of(buf) >= 0)) {
         m->red_dev_seen = 1;
     }

@@ -3,7 +3,7 @@
  * agree (a rank cannot know the others' buffers): one small allgather per
  * qualifying call, host buffers included. MCA parameter
  * coll_gdrpipe_device_reduce: 0 off, 1 every qualifying call, 2 (default)
- * only on communicators whose reductions had device buffers lately. */
+ * on communicators once their reductions had device buffers. */
 #ifndef GDRPIPE_COLL_GDRPIPE_DEVREDUCE_H
 #define GDRPIPE_COLL_GDRPIPE_DEVREDUCE_H
 
