@@ -169,9 +169,10 @@ int gp_dev_import(const gp_rkey_t *rkey, uint64_t start_time, uint64_t addr, siz
 void gp_dev_release(void *hold);
 /* this process's start time as gp_dev_import() expects it */
 uint64_t gp_self_start_time(void);
-/* The reduction on `device` (waits for the application's work on its legacy
- * stream first, and for the kernel). 0, -ENOTSUP when the kernel is not
- * available, <0 with err. */
+/* The reduction on `device`, on a stream of gdrpipe's own, waited for (the
+ * caller waits for the application's work on the buffers first:
+ * gp_cuda_sync_device). 0, -ENOTSUP when the kernel is not available, <0
+ * with err. */
 int gp_cuda_reduce(int device, const struct gp_reduce_args *a, char *err, size_t errlen);
 /* Waits until the legacy stream of `device` is idle (the application's
  * queued work on a buffer it hands to MPI). 0 or <0. */

@@ -45,6 +45,8 @@ typedef struct mca_coll_gdrpipe_module_t {
      * communicator agrees on every call now (once set, for good) */
     unsigned long red_calls;
     int red_dev_seen, red_on;
+    /* the GPU path failed on this communicator (agreed): staged from now on */
+    int red_failed;
 } mca_coll_gdrpipe_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_gdrpipe_module_t);

@@ -61,11 +61,14 @@ static int gdrpipe_init_query(bool enable_progress_threads, bool enable_mpi_thre
 {
     (void)enable_progress_threads;
     (void)enable_mpi_threads;
+    /* without CUDA the module still takes part, passing every host buffer
+     * through: the device reductions need every rank of a communicator to
+     * make the same collective calls, a rank without CUDA included */
     if (gpo_dev() == NULL) {
         if (mca_coll_gdrpipe_component.verbose > 0) {
-            opal_output(0, "coll gdrpipe: not used: %s", gpo_dev_why_not());
+            opal_output(0, "coll gdrpipe: no device buffers here: %s", gpo_dev_why_not());
         }
-        return OMPI_ERR_NOT_AVAILABLE;
+        return OMPI_SUCCESS;
     }
     gpo_mpix_set_supported(1);
     return OMPI_SUCCESS;

@@ -19,9 +19,14 @@
  *  3. if any rank cannot (host buffers, memory no other process can map),
  *     every rank returns "not taken" and the caller stages through host
  *     memory; else the first rank of each GPU reduces that GPU's share;
- *  4. allreduce (max) of the launchers' status: a rank's buffers are not
- *     touched after it, and a failure anywhere (an import or a launch,
- *     neither of which writes anything) makes every rank stage instead. */
+ *  4. with several GPUs, an allreduce (max) of the launchers' import
+ *     status first: no launcher writes unless every one has its mappings;
+ *  5. allreduce (max) of the launchers' status: a rank's buffers are not
+ *     touched after it. A failed import, or the one launcher's failed
+ *     launch, wrote nothing: every rank stages the call, and the
+ *     communicator's later ones. A launch that fails beside another
+ *     launcher's success fails the call (MPI_ERR_INTERN): shares already
+ *     reduced in place cannot be redone. */
 #include "coll_gdrpipe_devreduce.h"
 
 #include "gpo_dev.h"
@@ -103,7 +108,8 @@ static int local_part(const gp_companion_t *c, const void *sbuf, void *rbuf, siz
     char err[256];
     int dev;
     memset(rec, 0, sizeof(*rec));
-    if ((size_t)sbuf < 4096 || (rbuf != NULL && (size_t)rbuf < 4096)) {
+    if ((c == NULL) || (c->version < 2) || ((size_t)sbuf < 4096) ||
+        ((rbuf != NULL) && ((size_t)rbuf < 4096))) {
         return 0;
     }
     dev = c->device_of(sbuf);
@@ -127,47 +133,81 @@ static int local_part(const gp_companion_t *c, const void *sbuf, void *rbuf, siz
     return 1;
 }
 
-/* The launcher's part: imports every rank's buffers (`bytes` each) into
- * its device's context and reduces elements [begin, end) into the result
- * buffers of the ranks that have one. 0, or -1 with nothing written. */
-static int launch(const gp_companion_t *c, const gpo_red_rec_t *all, int n, int dev,
-                  size_t bytes, unsigned long long begin, unsigned long long end, int type,
-                  int red)
-{
+/* The launcher's part, in two steps: import every rank's buffers (`bytes`
+ * each) into its device's context, filling the kernel's arguments and the
+ * holds on the mappings (0, or -1: nothing written anywhere); then run the
+ * reduction of elements [begin, end) into the result buffers of the ranks
+ * that have one. */
+typedef struct {
     gp_reduce_args_t a;
-    void *holds[2 * GP_REDUCE_MAX_BUFS] = {NULL};
-    char err[256] = "";
-    int rc = 0, h = 0;
-    memset(&a, 0, sizeof(a));
-    for (int r = 0; (r < n) && (rc == 0); ++r) {
+    void *holds[2 * GP_REDUCE_MAX_BUFS];
+    int nholds, dev;
+    char err[256];
+} gpo_launch_t;
+
+static int launch_import(const gp_companion_t *c, const gpo_red_rec_t *all, int n, int dev,
+                         size_t bytes, gpo_launch_t *l)
+{
+    memset(l, 0, sizeof(*l));
+    l->dev = dev;
+    for (int r = 0; r < n; ++r) {
         void *sp = NULL, *dp = NULL;
-        rc = c->dev_import(&all[r].skey, all[r].start, all[r].saddr, bytes, dev, &sp,
-                           &holds[h++], err, sizeof(err));
-        if ((rc == 0) && all[r].has_result) {
-            rc = c->dev_import(&all[r].rkey, all[r].start, all[r].raddr, bytes, dev, &dp,
-                               &holds[h++], err, sizeof(err));
-            a.dst[a.ndst++] = (unsigned long long)(uintptr_t)dp;
+        if (c->dev_import(&all[r].skey, all[r].start, all[r].saddr, bytes, dev, &sp,
+                          &l->holds[l->nholds++], l->err, sizeof(l->err)) != 0) {
+            return -1;
         }
-        a.src[r] = (unsigned long long)(uintptr_t)sp;
-    }
-    if (rc == 0) {
-        a.nsrc = (unsigned)n;
-        a.begin = begin;
-        a.end = end;
-        a.type = (unsigned)type;
-        a.op = (unsigned)red;
-        rc = c->reduce(dev, &a, err, sizeof(err));
-    }
-    for (int i = 0; i < h; ++i) {
-        if (holds[i] != NULL) {
-            c->dev_release(holds[i]);
+        if (all[r].has_result) {
+            if (c->dev_import(&all[r].rkey, all[r].start, all[r].raddr, bytes, dev, &dp,
+                              &l->holds[l->nholds++], l->err, sizeof(l->err)) != 0) {
+                return -1;
+            }
+            l->a.dst[l->a.ndst++] = (unsigned long long)(uintptr_t)dp;
         }
+        l->a.src[r] = (unsigned long long)(uintptr_t)sp;
     }
-    if (rc != 0) {
-        opal_output(0, "coll gdrpipe: device reduction failed, staged instead: %s", err);
-        return -1;
-    }
+    l->a.nsrc = (unsigned)n;
     return 0;
+}
+
+static int launch_run(const gp_companion_t *c, gpo_launch_t *l, unsigned long long begin,
+                      unsigned long long end, int type, int red)
+{
+    l->a.begin = begin;
+    l->a.end = end;
+    l->a.type = (unsigned)type;
+    l->a.op = (unsigned)red;
+    return c->reduce(l->dev, &l->a, l->err, sizeof(l->err)) != 0 ? -1 : 0;
+}
+
+static void launch_release(const gp_companion_t *c, gpo_launch_t *l)
+{
+    for (int i = 0; i < l->nholds; ++i) {
+        if (l->holds[i] != NULL) {
+            c->dev_release(l->holds[i]);
+        }
+    }
+    l->nholds = 0;
+}
+
+/* max of `v` over the communicator (the next module's allreduce) */
+static int agree_max(mca_coll_gdrpipe_module_t *m, struct ompi_communicator_t *comm, int v,
+                     int *out)
+{
+    *out = 0;
+    return m->next.coll_allreduce(&v, out, 1, MPI_INT, MPI_MAX, comm,
+                                  m->next.coll_allreduce_module);
+}
+
+/* a failure of the GPU path, agreed by every rank: the communicator stages
+ * its reductions from now on (said once) */
+static void gpu_path_failed(mca_coll_gdrpipe_module_t *m, const gpo_launch_t *l, int launcher)
+{
+    if (!m->red_failed && launcher && l->err[0] != '\0') {
+        opal_output(0, "coll gdrpipe: device reduction failed (%s): this communicator's "
+                    "reductions are staged from now on", l->err);
+    }
+    m->red_failed = 1;
+    m->red_staged++;
 }
 
 /* device_reduce 2: whether this communicator's reductions agree on the GPU
@@ -188,7 +228,7 @@ static int auto_on(const gp_companion_t *c, mca_coll_gdrpipe_module_t *m, const 
         return 1;
     }
     const unsigned long k = ++m->red_calls;
-    if (((size_t)buf >= 4096) && (c->device_of(buf) >= 0)) {
+    if ((c != NULL) && ((size_t)buf >= 4096) && (c->device_of(buf) >= 0)) {
         m->red_dev_seen = 1;
     }
     if ((k <= 64) ? ((k & (k - 1)) == 0) : (k % 64 == 0)) {
@@ -213,13 +253,15 @@ static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
     const int type = gpo_red_type_of(dt), red = gpo_red_op_of(op);
     gpo_red_rec_t mine, all[GP_REDUCE_MAX_BUFS];
+    gpo_launch_t l;
     int status = 0, worst = 0, ok = 1;
 
-    /* qualifies by the arguments alone: every rank decides alike */
-    if ((mca_coll_gdrpipe_component.device_reduce <= 0) || !m->all_local || (c == NULL) ||
-        (c->version < 2) || (count <= 0) || (n > GP_REDUCE_MAX_BUFS) || (root >= n) ||
-        (type < 0) || (red < 0) || !gp_red_valid((unsigned)type, (unsigned)red) ||
-        (m->next.coll_allgather == NULL) || (m->next.coll_allreduce == NULL)) {
+    /* qualifies by the arguments and by what every rank agreed alike (not
+     * by this process's CUDA: a rank without it takes part and says no) */
+    if ((mca_coll_gdrpipe_component.device_reduce <= 0) || !m->all_local || m->red_failed ||
+        (count <= 0) || (n > GP_REDUCE_MAX_BUFS) || (root >= n) || (type < 0) || (red < 0) ||
+        !gp_red_valid((unsigned)type, (unsigned)red) || (m->next.coll_allgather == NULL) ||
+        (m->next.coll_allreduce == NULL)) {
         return 1;
     }
     const size_t bytes = (size_t)count * gp_red_type_size((unsigned)type);
@@ -262,25 +304,47 @@ static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
             ++ngpu;
         }
     }
+    const unsigned long long share = ((unsigned long long)count + ngpu - 1) / ngpu;
+    unsigned long long begin = 0, end = 0;
     if (my_gpu >= 0) {
-        const unsigned long long share = ((unsigned long long)count + ngpu - 1) / ngpu;
-        unsigned long long begin = share * (unsigned long long)my_gpu, end = begin + share;
-        if (end > (unsigned long long)count) {
-            end = (unsigned long long)count;
-        }
-        if (begin < end) {
-            status = launch(c, all, n, c->device_of((sbuf == MPI_IN_PLACE) ? rbuf : sbuf),
-                            bytes, begin, end, type, red) != 0;
+        begin = share * (unsigned long long)my_gpu;
+        end = begin + share > (unsigned long long)count ? (unsigned long long)count
+                                                         : begin + share;
+        status = launch_import(c, all, n, c->device_of((sbuf == MPI_IN_PLACE) ? rbuf : sbuf),
+                               bytes, &l) != 0;
+    } else {
+        memset(&l, 0, sizeof(l));
+    }
+    if (ngpu > 1) {
+        /* several launchers: none may write before every one has its
+         * mappings, or a failure would leave some shares reduced in place */
+        *rc = agree_max(m, comm, status, &worst);
+        if ((*rc != OMPI_SUCCESS) || (worst != 0)) {
+            launch_release(c, &l);
+            if (*rc != OMPI_SUCCESS) {
+                return 0;
+            }
+            gpu_path_failed(m, &l, my_gpu >= 0);
+            return 1;
         }
     }
-    *rc = m->next.coll_allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, comm,
-                                 m->next.coll_allreduce_module);
+    if ((my_gpu >= 0) && (status == 0) && (begin < end)) {
+        status = launch_run(c, &l, begin, end, type, red);
+    }
+    launch_release(c, &l);
+    *rc = agree_max(m, comm, status, &worst);
     if (*rc != OMPI_SUCCESS) {
         return 0;
     }
     if (worst != 0) {
-        m->red_staged++;
-        return 1;
+        gpu_path_failed(m, &l, my_gpu >= 0);
+        if (ngpu > 1) {
+            /* another launcher may have written its share: nothing to
+             * redo it from (in place), so the call fails */
+            *rc = OMPI_ERROR;
+            return 0;
+        }
+        return 1; /* the one launcher wrote nothing: staged instead */
     }
     m->red_gpu++;
     return 0;

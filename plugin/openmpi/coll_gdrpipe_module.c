@@ -15,7 +15,7 @@ static void module_construct(mca_coll_gdrpipe_module_t *m)
     m->all_local = 0;
     m->red_gpu = m->red_staged = 0;
     m->red_calls = 0;
-    m->red_dev_seen = m->red_on = 0;
+    m->red_dev_seen = m->red_on = m->red_failed = 0;
 }
 
 /* with UCX_GDRPIPE_STATS=y (as the plugin's counters) or verbose > 0 */

@@ -23,10 +23,16 @@ Status reduce(int device, const gp_reduce_args_t &a, DeviceManager &dm) {
     const Api &api = dm.drv().api();
     ScopedContext scope(dm, device);
     if (!scope.ok()) return Status{scope.status(), "making the context current"};
+    // a non-blocking stream of gdrpipe's own: the application's other
+    // streams (a long or persistent kernel) do not hold it up; the callers
+    // waited for the application's work on the buffers before
+    CUstream stream = nullptr;
+    r = dm.stream(device, kReduceSlot, &stream);
+    if (r != CUDA_SUCCESS) return Status{r, "cuStreamCreate"};
     gp_reduce_args_t args = a;
     void *params[] = {&args};
-    r = api.cuLaunchKernel(fn, gx, 1, 1, kThreads, 1, 1, 0, nullptr, params, nullptr);
-    if (r == CUDA_SUCCESS) r = api.cuStreamSynchronize(nullptr);
+    r = api.cuLaunchKernel(fn, gx, 1, 1, kThreads, 1, 1, 0, stream, params, nullptr);
+    if (r == CUDA_SUCCESS) r = api.cuStreamSynchronize(stream);
     if (r != CUDA_SUCCESS) {
         char what[96];
         std::snprintf(what, sizeof(what), "reduction of %llu elements on device %d: ", n, device);

@@ -2,7 +2,9 @@
 #include "gdrpipe/pipeline/local_mem.hpp"
 
 #include "gdrpipe/cuda/memory.hpp"
+#include "../hooks/proc_maps.hpp"
 
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -42,7 +44,29 @@ bool cpu_accessible(const LocalSeg &s) noexcept {
     struct iovec r[2] = {{s.p, 1}, {s.p + s.len - 1, 1}};
     const ssize_t n = process_vm_readv(getpid(), l, 2, r, 2, 0);
     if (n == 2) return true;
-    return !(n == 1 || (n < 0 && errno == EFAULT));
+    if (!(n == 1 || (n < 0 && errno == EFAULT))) return true; // cannot tell
+    // the kernel also refuses readable mappings of device memory or I/O
+    // (VM_PFNMAP, e.g. a GPU BAR mapped for the CPU): only memory mapped
+    // without read permission, or not at all, is what a freed device
+    // buffer leaves (the rare path: the maps are read only here)
+    try {
+        std::vector<hooks::detail::MapEntry> maps;
+        if (!hooks::detail::read_proc_maps(maps)) return true;
+        const uintptr_t lo = reinterpret_cast<uintptr_t>(s.p), hi = lo + s.len - 1;
+        for (uintptr_t a : {lo, hi}) {
+            bool readable = false;
+            for (const auto &m : maps) {
+                if (a >= m.start && a < m.end) {
+                    readable = (m.prot & PROT_READ) != 0;
+                    break;
+                }
+            }
+            if (!readable) return false;
+        }
+        return true;
+    } catch (...) {
+        return true;
+    }
 }
 
 cuda::Status copy_local(const LocalMem &m, size_t off, size_t n, char *flat, int flat_dev,

@@ -19,9 +19,13 @@ namespace gdrpipe::cuda {
 // Whether this build carries the kernel (the device may still refuse it).
 inline bool reduce_kernel_built() noexcept { return gp_reduce_fatbin_len != 0; }
 
+// Stream slot of the reductions (DeviceManager::stream); no data path uses it.
+inline constexpr unsigned kReduceSlot = 5;
+
 // Runs `a` (checked: counts, type, operation) on `device`, every buffer
-// reachable from it, on the legacy stream of its primary context -- after
-// the application's work queued there -- and waits until it completed.
+// reachable from it, on stream slot kReduceSlot of its primary context (not
+// ordered with the application's streams: the caller waits for its work on
+// the buffers first) and waits until it completed.
 // CUDA_ERROR_NOT_SUPPORTED when the kernel is not available.
 Status reduce(int device, const gp_reduce_args_t &a, DeviceManager &dm = devices());
 

@@ -34,8 +34,10 @@ bool classify(const struct iovec *iov, size_t iovcnt, LocalMem *out);
 // Whether the CPU can read the first and the last byte of a host segment.
 // A device buffer freed while its transfer is in flight is classified host
 // (the driver no longer knows it) but lies in the driver's reserved,
-// inaccessible range, where a copy would fault; false there. True when the
-// kernel cannot tell (process_vm_readv refused).
+// inaccessible range, where a copy would fault; false there. A byte the
+// kernel will not copy (process_vm_readv) is looked up in /proc/self/maps:
+// a readable mapping of device memory or I/O counts as accessible. True
+// when neither can tell.
 bool cpu_accessible(const LocalSeg &s) noexcept;
 
 using Tokens = std::vector<cuda::CopyToken>;
