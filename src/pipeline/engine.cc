@@ -339,6 +339,19 @@ XferEngine::~XferEngine() {
     m.peers.clear();
 }
 
+bool XferEngine::Impl::local_gone(const Xfer &x, const PeerState *ps, bool is_get) {
+    for (const LocalSeg &s : x.mem.segs) {
+        if (s.dev >= 0 || cpu_accessible(s)) continue;
+        st.skipped++;
+        GP_PEER_ERROR("xfer: %s of %zu B with pid %d: local buffer %p is neither device memory "
+                      "nor accessible host memory (freed while its transfer was in flight?): "
+                      "completed without its data", is_get ? "get" : "put", x.len, int(ps->pid),
+                      static_cast<void *>(s.p));
+        return true;
+    }
+    return false;
+}
+
 int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *local, size_t iovcnt,
                       uint64_t remote_addr, const gp_rkey_t *rkey, DoneCb cb, void *arg) {
     Impl &m = *impl_;
@@ -375,16 +388,8 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
     // must be memory the CPU can touch: an application that freed a device
     // buffer while its transfer is in flight (erroneous, its data undefined)
     // gets the transfer completed without data instead of a fault
-    if (rkey->kind != GP_RKEY_HOST || !x->mem.all_host) {
-        for (const LocalSeg &s : x->mem.segs) {
-            if (s.dev >= 0 || cpu_accessible(s)) continue;
-            m.st.skipped++;
-            GP_PEER_ERROR("xfer: %s of %zu B with pid %d: local buffer %p is neither device "
-                          "memory nor accessible host memory (freed while its transfer was in "
-                          "flight?): completed without its data", is_get ? "get" : "put", x->len,
-                          int(ps->pid), static_cast<void *>(s.p));
-            return 0;
-        }
+    if ((rkey->kind != GP_RKEY_HOST || !x->mem.all_host) && m.local_gone(*x, ps, is_get)) {
+        return 0;
     }
     x->id = m.next_id++;
     x->ps = ps;
@@ -404,14 +409,7 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
             m.st.cma.bytes += x->len;
             return 0;
         }
-        for (const LocalSeg &s : x->mem.segs) {
-            if (cpu_accessible(s)) continue;
-            m.st.skipped++;
-            GP_PEER_ERROR("xfer: %s of %zu B with pid %d: local buffer %p is not accessible "
-                          "(freed while its transfer was in flight?): completed without its data",
-                          is_get ? "get" : "put", x->len, int(ps->pid), static_cast<void *>(s.p));
-            return 0;
-        }
+        if (m.local_gone(*x, ps, is_get)) return 0;
         GP_DEBUG("xfer: CMA with pid %d: %zd (%s): staged", int(ps->pid), n,
                  n < 0 ? std::strerror(int(-n)) : "short");
         m.st.fallbacks++;

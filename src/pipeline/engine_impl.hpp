@@ -185,6 +185,9 @@ struct XferEngine::Impl {
     void record_sample(Xfer *x);
     void finish(Xfer *x, int status);
     void release_ring(Xfer *x, bool aborted);
+    // A host segment of x the CPU cannot reach (a device buffer freed while
+    // its transfer was in flight): counted as skipped and logged (bounded).
+    bool local_gone(const Xfer &x, const PeerState *ps, bool is_get);
     // Fails every transfer of `ps` now and forgets its rings and imports.
     void drop_peer(PeerState *ps, int status, const char *why);
     bool ensure_segment(PeerState *ps);
