@@ -1,5 +1,6 @@
 // extern "C" face of the CUDA layer, for the UCX glue.
 #include "gdrpipe/capi.h"
+#include "set_err.hpp"
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/copy.hpp"
 #include "gdrpipe/cuda/memory.hpp"
@@ -20,9 +21,7 @@ struct gp_cuda_op {
 };
 
 namespace {
-void set_err(char *err, size_t len, const std::string &msg) {
-    if (err != nullptr && len > 0) std::snprintf(err, len, "%s", msg.c_str());
-}
+using gdrpipe::capi::set_err;
 
 // gdrpipe's own driver calls go to the originals behind the hooks: its
 // internal allocations and frees are not application events, and a hook

@@ -4,6 +4,7 @@
 // endpoint. The staged path's chunk copies are the core's (the engine's
 // pipeline::ChunkPipe with pipeline::StreamCopier), polled by the engine.
 #include "gdrpipe/capi.h"
+#include "set_err.hpp"
 #include "gdrpipe/capi_rdma.h"
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/driver.hpp"
@@ -32,9 +33,7 @@ using namespace gdrpipe::rdma;
 
 namespace {
 
-void set_err(char *err, size_t len, const std::string &msg) {
-    if (err != nullptr && len > 0) std::snprintf(err, len, "%s", msg.c_str());
-}
+using gdrpipe::capi::set_err;
 
 // Process-wide backend. Both live until exit on purpose: endpoints of
 // interfaces UCX never closed may still point into them during exit.

@@ -3,6 +3,7 @@
 // device buffers through the registry and the import cache the data paths
 // use, and the reduction kernel (cuda/reduce.hpp).
 #include "gdrpipe/capi.h"
+#include "set_err.hpp"
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/cuda/reduce.hpp"
@@ -11,6 +12,7 @@
 #include "gdrpipe/self_pid.hpp"
 #include "gdrpipe/wire/shm_iface.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
@@ -21,9 +23,7 @@ namespace cu = gdrpipe::cuda;
 namespace pl = gdrpipe::pipeline;
 
 namespace {
-void set_err(char *err, size_t len, const std::string &msg) {
-    if (err != nullptr && len > 0) std::snprintf(err, len, "%s", msg.c_str());
-}
+using gdrpipe::capi::set_err;
 
 // start times of the peers named so far, each checked against the kernel's
 // once: a process reports its own, and a reused pid must not find another
@@ -116,7 +116,16 @@ int gp_dev_import(const gp_rkey_t *rkey, uint64_t start_time, uint64_t addr, siz
 void gp_dev_release(void *hold) { delete static_cast<gdrpipe::cache::RegionRef *>(hold); }
 
 uint64_t gp_self_start_time(void) {
-    return gdrpipe::wire::process_start_time(gdrpipe::self_pid());
+    // read once per process (a forked child has its own pid, and reads
+    // again): the component asks for it at every device reduction
+    static std::atomic<uint64_t> cached{0};
+    static std::atomic<pid_t> cached_pid{0};
+    const pid_t me = gdrpipe::self_pid();
+    if (cached_pid.load(std::memory_order_acquire) != me) {
+        cached.store(gdrpipe::wire::process_start_time(me), std::memory_order_relaxed);
+        cached_pid.store(me, std::memory_order_release);
+    }
+    return cached.load(std::memory_order_relaxed);
 }
 
 int gp_cuda_reduce(int device, const struct gp_reduce_args *a, char *err, size_t errlen) {

@@ -1,5 +1,6 @@
 // extern "C" face of the shared-memory wire, for the UCX glue.
 #include "gdrpipe/capi.h"
+#include "set_err.hpp"
 #include "gdrpipe/log.hpp"
 #include "gdrpipe/wire/shm_iface.hpp"
 
@@ -18,9 +19,7 @@ ShmIface *core(gp_shm_iface_t *i) { return reinterpret_cast<ShmIface *>(i); }
 const ShmIface *core(const gp_shm_iface_t *i) { return reinterpret_cast<const ShmIface *>(i); }
 ShmPeer *core(gp_shm_peer_t *p) { return reinterpret_cast<ShmPeer *>(p); }
 const ShmPeer *core(const gp_shm_peer_t *p) { return reinterpret_cast<const ShmPeer *>(p); }
-void set_err(char *err, size_t len, const std::string &msg) {
-    if (err != nullptr && len > 0) std::snprintf(err, len, "%s", msg.c_str());
-}
+using gdrpipe::capi::set_err;
 } // namespace
 
 extern "C" {

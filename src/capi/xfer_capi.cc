@@ -2,6 +2,7 @@
 // "GPU data paths between processes"), for the UCX glue: translates the C
 // configuration into the core's (pipeline::XferConfig).
 #include "gdrpipe/capi.h"
+#include "set_err.hpp"
 #include "gdrpipe/log.hpp"
 #include "gdrpipe/pipeline/engine.hpp"
 #include "gdrpipe/pipeline/registry.hpp"
@@ -21,9 +22,7 @@ XferEngine *core(gp_xfer_engine_t *e) { return reinterpret_cast<XferEngine *>(e)
 const XferEngine *core(const gp_xfer_engine_t *e) {
     return reinterpret_cast<const XferEngine *>(e);
 }
-void set_err(char *err, size_t len, const std::string &msg) {
-    if (err != nullptr && len > 0) std::snprintf(err, len, "%s", msg.c_str());
-}
+using gdrpipe::capi::set_err;
 
 namespace pl = gdrpipe::pipeline;
 static_assert(GP_CTRL_AM_ID == pl::kCtrlAmId);
