@@ -131,7 +131,7 @@ void gdrpipe_shm_iface_deliver(gdrpipe_shm_iface_t *iface, uint8_t am_id, void *
         if (iface->xfer != NULL) {
             gp_xfer_on_control(iface->xfer, data, len);
         } else {
-            ucs_error("gdrpipe: data-path control message but CUDA is off here");
+            ucs_error("gdrpipe: data-path control message but the data paths are unavailable here");
         }
         return;
     }
@@ -298,7 +298,10 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
         status = UCS_ERR_NO_MEMORY;
         goto err_eager;
     }
-    if (gp_cuda_available()) {
+    /* also without CUDA: this process serves its host memory to peers'
+     * staged requests and stages its host buffers against their device
+     * memory (the direct path needs CUDA on both sides) */
+    {
         gp_xfer_config_t xcfg = {
             .path              = config->path,
             .thresh            = (config->thresh == UCS_MEMUNITS_AUTO) ? GP_THRESH_AUTO :

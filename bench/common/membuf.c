@@ -21,11 +21,28 @@ int gp_mem_parse(const char *s)
     return -1;
 }
 
+int gp_mem_device_as_host(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("GDRPIPE_TEST_DEVICE_AS_HOST");
+        on = e != NULL && e[0] == '1';
+    }
+    return on;
+}
+
+/* the placement a buffer of type t really has in this process */
+static gp_mem_t gp_mem_here(gp_mem_t t)
+{
+    return (t == GP_MEM_CUDA && gp_mem_device_as_host()) ? GP_MEM_HOST : t;
+}
+
 const char *gp_mem_name(gp_mem_t t) { return t == GP_MEM_CUDA ? "cuda" : "host"; }
 const char *gp_mem_letter(gp_mem_t t) { return t == GP_MEM_CUDA ? "D" : "H"; }
 
 void *gp_mem_alloc(gp_mem_t t, size_t len)
 {
+    t = gp_mem_here(t);
     if (t == GP_MEM_CUDA) {
         return gp_devmem_alloc(len);
     }
@@ -41,6 +58,7 @@ void *gp_mem_alloc(gp_mem_t t, size_t len)
 
 void gp_mem_free(gp_mem_t t, void *p)
 {
+    t = gp_mem_here(t);
     if (t == GP_MEM_CUDA) {
         gp_devmem_free(p);
     } else {
@@ -88,6 +106,7 @@ static void gp_fill_host(uint8_t *p, size_t len, uint32_t seed)
 
 int gp_mem_fill(gp_mem_t t, void *p, size_t len, uint32_t seed)
 {
+    t = gp_mem_here(t);
     if (t == GP_MEM_HOST) {
         gp_fill_host(p, len, seed);
         return 0;
@@ -102,6 +121,7 @@ int gp_mem_fill(gp_mem_t t, void *p, size_t len, uint32_t seed)
 
 int gp_mem_set(gp_mem_t t, void *p, uint8_t value, size_t len)
 {
+    t = gp_mem_here(t);
     if (t == GP_MEM_HOST) {
         memset(p, value, len);
         return 0;
@@ -111,6 +131,7 @@ int gp_mem_set(gp_mem_t t, void *p, uint8_t value, size_t len)
 
 static const uint8_t *gp_host_view(gp_mem_t t, const void *p, size_t len)
 {
+    t = gp_mem_here(t);
     if (t == GP_MEM_HOST) {
         return p;
     }

@@ -18,6 +18,11 @@ int gp_mem_parse(const char *s);
 const char *gp_mem_name(gp_mem_t t);        /* "host" / "cuda" */
 const char *gp_mem_letter(gp_mem_t t);      /* "H" / "D" */
 
+/* GDRPIPE_TEST_DEVICE_AS_HOST=1: this process has no GPU (a rank without the
+ * CUDA driver beside ranks with one): "cuda" buffers are host memory here, so
+ * that every rank runs the same schedule. */
+int gp_mem_device_as_host(void);
+
 /* host: page-aligned malloc; cuda: cuMemAlloc. len 0 allocates 1 byte. */
 void *gp_mem_alloc(gp_mem_t t, size_t len);
 void gp_mem_free(gp_mem_t t, void *p);

@@ -435,8 +435,9 @@ int XferEngine::start(wire::ShmPeer *peer, bool is_get, const struct iovec *loca
             x->t_start = Clock::now();
         }
     }
+    // without CUDA here the staged path is the only one (not a fallback)
     const bool want_direct =
-        rkey->kind != GP_RKEY_HOST &&
+        rkey->kind != GP_RKEY_HOST && cuda::driver().available() &&
         (m.cfg.path == PathMode::direct || (m.cfg.path == PathMode::automatic && auto_direct));
     if (want_direct) {
         const int d = m.try_direct(x.get());

@@ -18,6 +18,10 @@
 #                                   device_reduce), and how many were staged
 #   expect-path.sh no-gpu-reduce CMD...  none on the GPU and none agreed on
 #                                   (host buffers only: no allgather per call)
+#   expect-path.sh staged-served CMD...  every engine both staged transfers and
+#                                   served a peer's, none fell back (ranks
+#                                   with and without CUDA: staging is the
+#                                   only path between them)
 # The client's own exit status comes first (data verification).
 set -u
 want=$1
@@ -94,6 +98,13 @@ done
 for n in $(printf '%s\n' "$lines" | sed 's/.*fallbacks=\([0-9]*\)$/\1/'); do
     fallbacks=$((fallbacks + n))
 done
+if [ "$want" = staged-served ]; then
+    bad=$(printf '%s\n' "$lines" | grep -cE ' staged=0 | served=0 |fallbacks=[1-9]')
+    echo "expect-path: $(printf '%s\n' "$lines" | grep -c .) engines, $bad without both" \
+        "staged and served transfers or with fallbacks (want $want)"
+    [ "$bad" -eq 0 ]
+    exit
+fi
 echo "expect-path: direct=$direct fallbacks=$fallbacks (want $want)"
 case $want in
 direct) [ "$direct" -gt 0 ] && [ "$fallbacks" -eq 0 ] ;;

@@ -110,8 +110,9 @@ int main(int argc, char **argv)
     if (prc != 0) {
         return prc > 0 ? 0 : 1;
     }
-    /* like OSU: CUDA before MPI_Init */
-    if (v.o.mem == GP_MEM_CUDA && gp_devmem_init(v.o.device, -1) != 0) {
+    /* like OSU: CUDA before MPI_Init (none in a rank without a GPU) */
+    const int cuda_here = v.o.mem == GP_MEM_CUDA && !gp_mem_device_as_host();
+    if (cuda_here && gp_devmem_init(v.o.device, -1) != 0) {
         return 1;
     }
     if (v.o.alloc_before && vx_alloc(&v) != 0) {
@@ -142,7 +143,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("mpi_verify: %d pair(s) of ranks, buffers allocated %s MPI_Init", n / 2,
                v.o.alloc_before ? "before" : "after");
-        if (v.o.mem == GP_MEM_CUDA) {
+        if (cuda_here) {
             printf(", CUDA device %d of %d", gp_devmem_device(), gp_devmem_count());
         }
         printf("\n");
@@ -164,7 +165,7 @@ int main(int argc, char **argv)
     }
     MPI_Comm_free(&pair.comm);
     MPI_Finalize();
-    if (v.o.mem == GP_MEM_CUDA) {
+    if (cuda_here) {
         gp_devmem_fini();
     }
     return any_bad != 0;
