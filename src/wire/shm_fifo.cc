@@ -1,5 +1,10 @@
 #include "gdrpipe/wire/shm_fifo.hpp"
 
+#include "gdrpipe/self_pid.hpp"
+
+#include <signal.h>
+
+#include <cerrno>
 #include <cstring>
 #include <new>
 
@@ -10,6 +15,16 @@ bool is_pow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 // one load of a field another process may be writing
 template <class T> T load_once(const T &field) { return __atomic_load_n(&field, __ATOMIC_RELAXED); }
+
+// The slot state word: state (2 bits) | pid (30 bits) | element index (low 32 bits).
+enum : uint64_t { kFree = 0, kClaimed = 1, kCommitted = 2 };
+constexpr uint64_t word(uint64_t state, uint64_t index, uint32_t pid = 0) {
+    return (state << 62) | (uint64_t(pid & 0x3fffffffu) << 32) | uint32_t(index);
+}
+constexpr uint64_t state_of(uint64_t w) { return w >> 62; }
+constexpr uint32_t pid_of(uint64_t w) { return uint32_t(w >> 32) & 0x3fffffffu; }
+// the word's element index against i, modulo 2^32 (negative: an older lap)
+constexpr int32_t lap_diff(uint64_t w, uint64_t i) { return int32_t(uint32_t(w) - uint32_t(i)); }
 } // namespace
 
 size_t Fifo::segment_size(uint32_t num_elems, uint32_t elem_size) noexcept {
@@ -30,7 +45,7 @@ void Fifo::format(void *base, uint32_t num_elems, uint32_t elem_size,
     auto *elems = static_cast<uint8_t *>(base) + align_up(sizeof(FifoHeader), 64);
     for (uint32_t i = 0; i < num_elems; ++i) {
         auto *e = new (elems + size_t(i) * elem_size) ElemHeader{};
-        e->seq.store(0, std::memory_order_relaxed);
+        e->seq.store(word(kFree, i), std::memory_order_relaxed);
     }
     h->version = kShmVersion;
     std::atomic_thread_fence(std::memory_order_release);
@@ -73,23 +88,49 @@ Fifo::Fifo(void *base, size_t mapped_size) noexcept
 }
 
 bool Fifo::has_space() const noexcept {
-    uint64_t h = hdr_->head.load(std::memory_order_relaxed);
-    uint64_t t = hdr_->tail.load(std::memory_order_acquire);
-    return h - t < num_elems_;
+    const uint64_t h = hdr_->head.load(std::memory_order_relaxed);
+    // slot h still holds an element of an older lap: full
+    return lap_diff(elem(h)->seq.load(std::memory_order_acquire), h) >= 0;
 }
 
 void *Fifo::reserve(uint64_t *index) noexcept {
+    const uint32_t me = uint32_t(self_pid());
     uint64_t h = hdr_->head.load(std::memory_order_relaxed);
-    for (;;) {
-        uint64_t t = hdr_->tail.load(std::memory_order_acquire);
-        if (h - t >= num_elems_) return nullptr;
-        if (hdr_->head.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
-                                             std::memory_order_relaxed)) {
-            break;
+    // bounded: shared words written by a hostile or broken producer end in
+    // "full", never in an endless loop
+    for (uint32_t step = 0; step < 2 * num_elems_ + 16; ++step) {
+        ElemHeader *e = elem(h);
+        uint64_t w = e->seq.load(std::memory_order_acquire);
+        const int32_t d = lap_diff(w, h);
+        if (d == 0 && state_of(w) == kFree) {
+            if (e->seq.compare_exchange_strong(w, word(kClaimed, h, me), std::memory_order_acq_rel,
+                                               std::memory_order_relaxed)) {
+                uint64_t expect = h;
+                hdr_->head.compare_exchange_strong(expect, h + 1, std::memory_order_release,
+                                                   std::memory_order_relaxed);
+                *index = h;
+                return reinterpret_cast<uint8_t *>(e) + sizeof(ElemHeader);
+            }
+            continue; // another producer claimed it: seen again, then helped past
+        }
+        if (d < 0) {
+            // an element of an older lap not consumed yet: full, unless head moved
+            const uint64_t now = hdr_->head.load(std::memory_order_relaxed);
+            if (now == h) return nullptr;
+            h = now;
+            continue;
+        }
+        // slot h is taken (claimed or committed) or already released for a
+        // later lap: head lags behind; help it on
+        uint64_t expect = h;
+        if (hdr_->head.compare_exchange_strong(expect, h + 1, std::memory_order_relaxed,
+                                               std::memory_order_relaxed)) {
+            ++h;
+        } else {
+            h = expect;
         }
     }
-    *index = h;
-    return reinterpret_cast<uint8_t *>(elem(h)) + sizeof(ElemHeader);
+    return nullptr;
 }
 
 void Fifo::commit(uint64_t index, uint8_t am_id, uint32_t length) noexcept {
@@ -97,12 +138,30 @@ void Fifo::commit(uint64_t index, uint8_t am_id, uint32_t length) noexcept {
     e->length = length;
     e->am_id = am_id;
     e->flags = 0;
-    e->seq.store(index + 1, std::memory_order_release);
+    e->seq.store(word(kCommitted, index), std::memory_order_release);
 }
 
-bool Fifo::peek(Message *msg) const noexcept {
+bool Fifo::peek(Message *msg) noexcept {
     ElemHeader *e = elem(read_idx_);
-    if (e->seq.load(std::memory_order_acquire) != read_idx_ + 1) return false;
+    uint64_t w = e->seq.load(std::memory_order_acquire);
+    if (w != word(kCommitted, read_idx_)) {
+        if (state_of(w) != kClaimed || lap_diff(w, read_idx_) != 0) return false;
+        // claimed, not committed: in flight, or its producer died in between
+        if (++stuck_polls_ % kClaimPollsBeforeCheck != 0) return false;
+        const pid_t pid = pid_t(pid_of(w));
+        if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) return false;
+        e->length = 0;
+        e->am_id = kAmIdDiscard;
+        e->flags = 0;
+        if (!e->seq.compare_exchange_strong(w, word(kCommitted, read_idx_),
+                                            std::memory_order_acq_rel,
+                                            std::memory_order_relaxed)) {
+            return false;
+        }
+        ++reclaimed_;
+        w = word(kCommitted, read_idx_);
+    }
+    stuck_polls_ = 0;
     msg->am_id = load_once(e->am_id);
     // a corrupt length must never make the consumer read past the element:
     // one load, checked and used (a producer may still be writing it)
@@ -114,6 +173,7 @@ bool Fifo::peek(Message *msg) const noexcept {
 }
 
 void Fifo::release() noexcept {
+    elem(read_idx_)->seq.store(word(kFree, read_idx_ + num_elems_), std::memory_order_release);
     ++read_idx_;
     hdr_->tail.store(read_idx_, std::memory_order_release);
 }

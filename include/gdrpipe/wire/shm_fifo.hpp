@@ -5,12 +5,22 @@
 // crash). Senders in other processes map it through /proc/<pid>/fd/<fd> and
 // append elements; the owner consumes them in order from its progress loop.
 //
-// Ordering protocol (per element i, slot i % n):
-//   producer: CAS head h -> h+1 (only while h - tail < n), write the payload,
-//             then store seq = h + 1 with release semantics;
-//   consumer: element i is ready when seq == i + 1 (acquire); after handling
-//             it, store tail = i + 1 (release), which frees the slot.
-// The sequence number makes a slot's readiness unambiguous across laps.
+// Ordering protocol (element i lives in slot i % n; each slot has one 64-bit
+// state word `seq`: the state, the low 32 bits of an element index and, while
+// claimed, the claiming producer's pid):
+//   slot formatted / released:  free(i)        ready to take element i
+//   producer:  CAS seq free(h) -> claimed(h, pid), then CAS head h -> h+1 (any
+//              producer that finds slot h claimed or committed helps head on),
+//              writes the payload, stores seq = committed(h) (release);
+//   consumer:  element i is ready at committed(i) (acquire); after handling it
+//              stores seq = free(i + n) (release), which hands the slot to the
+//              producer of element i + n.
+// A producer that dies between claim and commit leaves its pid in the slot:
+// the consumer, finding its next element claimed for a long time (counted in
+// polls, no clock), checks that pid and, when the process is gone, discards
+// the element and goes on (before version 2 it waited forever). Whatever a
+// producer writes into the shared words, reserve() gives up after a bounded
+// number of steps and never hands out a slot outside the validated shape.
 #pragma once
 
 #include <atomic>
@@ -20,7 +30,7 @@
 namespace gdrpipe::wire {
 
 inline constexpr uint32_t kShmMagic = 0x67647270;   // "gdrp"
-inline constexpr uint16_t kShmVersion = 1;
+inline constexpr uint16_t kShmVersion = 2;  // 2: claims name their producer
 inline constexpr uint8_t kAmIdDiscard = 0xff;       // element carries no message
 
 struct alignas(64) FifoHeader {
@@ -33,8 +43,8 @@ struct alignas(64) FifoHeader {
     uint32_t reserved2;
     uint64_t seg_id;         // random; must match the connection address
     uint64_t owner_start_time;
-    alignas(64) std::atomic<uint64_t> head;   // next index to reserve
-    alignas(64) std::atomic<uint64_t> tail;   // next index the consumer frees
+    alignas(64) std::atomic<uint64_t> head;   // next index to reserve (a hint: the slots decide)
+    alignas(64) std::atomic<uint64_t> tail;   // next index the consumer frees (information only)
     alignas(64) std::atomic<uint64_t> signal; // bumped by helpers wanting attention
 };
 
@@ -90,9 +100,16 @@ public:
         void *data;
         bool corrupt;   // header claims more than an element holds
     };
-    bool peek(Message *msg) const noexcept;   // next ready element, if any
+    // Next ready element, if any. An element whose producer died between
+    // reserve and commit comes back as a kAmIdDiscard element of length 0.
+    bool peek(Message *msg) noexcept;
     void release() noexcept;                  // frees the element peek returned
     uint64_t read_index() const noexcept { return read_idx_; }
+    // elements discarded because their producer died before committing
+    uint64_t reclaimed() const noexcept { return reclaimed_; }
+    // Polls of one element claimed but not committed before its producer's
+    // liveness is checked (then again every as many polls).
+    static constexpr uint32_t kClaimPollsBeforeCheck = 4096;
 
 private:
     ElemHeader *elem(uint64_t index) const noexcept {
@@ -104,6 +121,8 @@ private:
     uint32_t num_elems_ = 0;
     uint32_t elem_size_ = 0;
     uint64_t read_idx_ = 0;
+    uint32_t stuck_polls_ = 0;   // polls of read_idx_ while it was claimed
+    uint64_t reclaimed_ = 0;
 };
 
 } // namespace gdrpipe::wire

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,13 +69,107 @@ TEST_CASE("fifo: reserved but uncommitted element blocks the consumer", "[wire]"
     REQUIRE(tx.reserve(&b) != nullptr);
     tx.commit(b, 5, 0);
     Fifo::Message m{};
-    CHECK_FALSE(rx.peek(&m));   // element a not yet published: order kept
+    // element a not yet published: order kept, however long the consumer
+    // polls (its producer, this process, is alive)
+    for (uint32_t i = 0; i < 3 * Fifo::kClaimPollsBeforeCheck; ++i) REQUIRE_FALSE(rx.peek(&m));
+    CHECK(rx.reclaimed() == 0);
     tx.commit(a, 4, 0);
     REQUIRE(rx.peek(&m));
     CHECK(m.am_id == 4);
     rx.release();
     REQUIRE(rx.peek(&m));
     CHECK(m.am_id == 5);
+}
+
+TEST_CASE("fifo: a producer that dies between reserve and commit does not wedge the consumer",
+          "[wire][security]") {
+    constexpr uint32_t kN = 4;
+    const size_t size = Fifo::segment_size(kN, 64);
+    void *base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(base != MAP_FAILED);
+    Fifo::format(base, kN, 64, 1, 11, 0);
+    FifoShape shape;
+    REQUIRE(Fifo::validate(base, size, 11, &shape) == nullptr);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        Fifo tx(base, shape);
+        uint64_t idx;
+        _exit(tx.reserve(&idx) != nullptr && idx == 0 ? 0 : 1); // killed before its commit
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    // a live producer's message behind the dead one's element
+    Fifo tx(base, shape), rx(base, shape);
+    uint64_t idx;
+    void *p = tx.reserve(&idx);
+    REQUIRE(p != nullptr);
+    CHECK(idx == 1);
+    std::memcpy(p, "live", 4);
+    tx.commit(idx, 7, 4);
+    std::vector<int> got; // am ids in order
+    for (uint32_t i = 0; i < 4 * Fifo::kClaimPollsBeforeCheck && got.size() < 2; ++i) {
+        Fifo::Message m{};
+        if (!rx.peek(&m)) continue;
+        got.push_back(m.am_id);
+        if (m.am_id == 7) CHECK(std::memcmp(m.data, "live", 4) == 0);
+        if (m.am_id == kAmIdDiscard) CHECK(m.length == 0);
+        rx.release();
+    }
+    REQUIRE(got.size() == 2);
+    CHECK(got[0] == kAmIdDiscard);
+    CHECK(got[1] == 7);
+    CHECK(rx.reclaimed() == 1);
+    // the slots go round again: a full lap of messages
+    for (uint32_t i = 0; i < kN; ++i) {
+        REQUIRE(tx.reserve(&idx) != nullptr);
+        tx.commit(idx, uint8_t(i), 0);
+    }
+    CHECK_FALSE(tx.has_space());
+    for (uint32_t i = 0; i < kN; ++i) {
+        Fifo::Message m{};
+        REQUIRE(rx.peek(&m));
+        CHECK(m.am_id == i);
+        rx.release();
+    }
+    munmap(base, size);
+}
+
+TEST_CASE("fifo: whatever a producer writes into the shared words, reserve() ends in bounds",
+          "[wire][security]") {
+    constexpr uint32_t kN = 8;
+    auto mem = segment(kN, 64);
+    void *base = aligned(mem);
+    const size_t size = Fifo::segment_size(kN, 64);
+    Fifo::format(base, kN, 64, 1, 5, 0);
+    FifoShape shape;
+    REQUIRE(Fifo::validate(base, size, 5, &shape) == nullptr);
+    auto *h = static_cast<FifoHeader *>(base);
+    auto *elems = static_cast<uint8_t *>(base) + 64 * ((sizeof(FifoHeader) + 63) / 64);
+    const auto *lo = static_cast<const uint8_t *>(base), *hi = lo + size;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int round = 0; round < 2000; ++round) {
+        // head and every slot's word: random, near-valid, or a later lap
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        h->head.store(round % 3 == 0 ? x : x % 64, std::memory_order_relaxed);
+        for (uint32_t i = 0; i < kN; ++i) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            auto *e = reinterpret_cast<ElemHeader *>(elems + size_t(i) * 64);
+            const uint64_t v = round % 2 ? x : (x & 0xc00000000000003full);
+            e->seq.store(v, std::memory_order_relaxed);
+        }
+        Fifo tx(base, shape);
+        for (int k = 0; k < 4; ++k) {
+            uint64_t idx;
+            auto *p = static_cast<uint8_t *>(tx.reserve(&idx));
+            if (p == nullptr) break;
+            REQUIRE((p > lo && p + tx.max_payload() <= hi));
+            tx.commit(idx, 1, 0);
+        }
+        (void)tx.has_space();
+    }
 }
 
 TEST_CASE("fifo: corrupt length header is flagged, never read past the element", "[wire]") {
