@@ -22,7 +22,8 @@ static ucs_config_field_t gdrpipe_rdma_fake_config_table[] = {
      "TEST ONLY. Replace the RDMA devices by an in-process fake fabric (one\n"
      "device, port fake0:1) so that endpoints of one process can connect over\n"
      "this transport without an RDMA NIC. Read from the environment when UCX\n"
-     "queries the resources. Never set this in production.",
+     "queries the resources. Never set this in production; release builds\n"
+     "ignore it unless built with -Drdma_fake=enabled.",
      ucs_offsetof(gdrpipe_rdma_fake_opts_t, enable), UCS_CONFIG_TYPE_BOOL},
 
     {"FAKE_DMABUF", "y",
@@ -147,7 +148,14 @@ static void gdrpipe_rdma_apply_fake(void)
         ucs_error("gdrpipe_rdma: invalid UCX_GDRPIPE_RDMA_FAKE* settings: ignored");
         return;
     }
-    if (opts.enable) {
+    if (opts.enable && !GDRPIPE_RDMA_FAKE_ALLOWED) {
+        static int said;
+        if (!said) {
+            said = 1;
+            ucs_error("gdrpipe_rdma: UCX_GDRPIPE_RDMA_FAKE is a test setting, left out of "
+                      "this build (meson -Drdma_fake=enabled): ignored, real devices only");
+        }
+    } else if (opts.enable) {
         memset(&fc, 0, sizeof(fc));
         fc.dmabuf                = opts.dmabuf;
         fc.fail_after            = opts.fail_after;

@@ -489,6 +489,13 @@ int FakeFabric::open_dmabufs() const {
     std::lock_guard<std::mutex> g(f_->mu);
     return static_cast<int>(f_->dmabufs.size());
 }
+std::vector<FakeFabric::MrView> FakeFabric::memory_regions() const {
+    std::lock_guard<std::mutex> g(f_->mu);
+    std::vector<MrView> v;
+    for (const auto &kv : f_->mrs) v.push_back({kv.second.host, kv.second.len, kv.second.access});
+    return v;
+}
+
 FakeStats FakeFabric::stats() const {
     std::lock_guard<std::mutex> g(f_->mu);
     FakeStats s = f_->st;

@@ -138,8 +138,9 @@ std::size_t Registrar::invalidate(const void *ptr, std::size_t len) {
     return host_->invalidate(ptr, len) + device_->invalidate(ptr, len);
 }
 
-Expected<std::unique_ptr<MemoryRegion>> Registrar::register_bounce(void *ptr, std::size_t len) {
-    return pd_.reg_mr(ptr, len, kAccessAll);
+Expected<std::unique_ptr<MemoryRegion>> Registrar::register_bounce(void *ptr, std::size_t len,
+                                                                   unsigned access) {
+    return pd_.reg_mr(ptr, len, access);
 }
 
 cache::CacheStats Registrar::stats(MemKind kind) const {

@@ -160,6 +160,11 @@ void TransferEngine::Impl::on_put_begin(const CtrlMsg &m) {
         protocol_error("bad PUT_BEGIN");
         return;
     }
+    if (in_puts.count(m.id) != 0) {
+        // replacing it would drop a stream whose copies may still run
+        protocol_error("duplicate PUT_BEGIN");
+        return;
+    }
     auto in = std::make_unique<InStream>();
     in->im = this;
     in->id = m.id;

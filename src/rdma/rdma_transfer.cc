@@ -464,12 +464,17 @@ TransferEngine::create(Context &ctx, ProtectionDomain &pd, Registrar &reg,
         return make_error(-ENOMEM, "rdma transfer: bounce allocation failed");
     }
     im.recv_pin.pin(im.recv_area.get(), recv_bytes, "rdma receive slots");
-    auto rmr = reg.register_bounce(im.recv_area.get(), recv_bytes);
+    // the receive slots take the peer's WRITE WITH IMM, the control buffers
+    // its SENDs; our outgoing control messages and send slots are only read
+    // by our own adapter: no remote rights on either
+    auto rmr = reg.register_bounce(im.recv_area.get(), recv_bytes,
+                                   kAccessLocalWrite | kAccessRemoteWrite);
     if (!rmr) {
         return rmr.error();
     }
     im.recv_mr = std::move(rmr.value());
-    auto cmr = reg.register_bounce(im.ctrl_area.get(), std::size_t{nctrl} * kCtrlBufSize);
+    auto cmr = reg.register_bounce(im.ctrl_area.get(), std::size_t{nctrl} * kCtrlBufSize,
+                                   kAccessLocalWrite);
     if (!cmr) {
         return cmr.error();
     }
@@ -533,7 +538,7 @@ int TransferEngine::connect(std::span<const std::uint8_t> peer_address) {
             return -ENOMEM;
         }
         im.send_pin.pin(im.send_area.get(), bytes, "rdma send slots");
-        auto smr = im.reg->register_bounce(im.send_area.get(), bytes);
+        auto smr = im.reg->register_bounce(im.send_area.get(), bytes, kAccessLocalWrite);
         if (!smr) {
             return smr.error().code;
         }

@@ -23,6 +23,17 @@ check "no RDMA device: no gp_rdma resource and no RDMA message" \
 info_fake=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y ucx_info -d 2>&1)
 check "UCX_GDRPIPE_RDMA_FAKE=y (test only) lists gp_rdma on fake0:1" \
     grep -qzE "Transport: gp_rdma[[:space:]]+#[[:space:]]+Device: fake0:1" <<< "$info_fake"
+# a build without the fake (release, unless -Drdma_fake=enabled) refuses it
+# with one error and lists no fake device
+if [ -n "${NOFAKE_PLUGIN:-}" ]; then
+    info_nofake=$(LD_PRELOAD=$NOFAKE_PLUGIN UCX_GDRPIPE_RDMA_FAKE=y ucx_info -d 2>&1)
+    check "a build without the fake fabric ignores UCX_GDRPIPE_RDMA_FAKE=y" \
+        bash -c "! grep -q 'fake0:1' <<< \"\$0\"" "$info_nofake"
+    check "... with one error line naming the build option" \
+        bash -c '[ "$(grep -c "left out of this build (meson -Drdma_fake=enabled)" <<< "$1")" = 1 ]' \
+        _ "$info_nofake"
+    check "... and still lists gdrpipe" grep -q "Transport: gdrpipe" <<< "$info_nofake"
+fi
 # the GPUDirect RDMA mode, probed once, is logged at md open (ucx_info -d has
 # no free-text field for an MD or resource; UCX_LOG_LEVEL=info shows it)
 mode_line() { grep -E "gdrpipe_rdma: fake0:1: GPUDirect RDMA mode: $1\$" <<< "$2" > /dev/null; }

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace gdrpipe::rdma {
 
@@ -91,6 +92,13 @@ class FakeFabric {
     int open_dmabufs() const;
 
     FakeStats stats() const;
+    // The live memory regions: host address, length, access rights (kAccess*).
+    struct MrView {
+        const void *addr = nullptr;
+        std::size_t len = 0;
+        unsigned access = 0;
+    };
+    std::vector<MrView> memory_regions() const;
 
   private:
     std::shared_ptr<fake_detail::Fabric> f_;

@@ -82,8 +82,11 @@ class Registrar {
     // Memory [ptr, ptr+len) was (or is about to be) freed: drop overlapping
     // registrations (in-use ones are deregistered at their last release).
     std::size_t invalidate(const void *ptr, std::size_t len);
-    // A bounce buffer: registered once, not cached.
-    Expected<std::unique_ptr<MemoryRegion>> register_bounce(void *ptr, std::size_t len);
+    // A bounce buffer: registered once, not cached, with only the rights its
+    // use needs (kAccess*: the receive slots take the peer's writes; what we
+    // only send from needs none)
+    Expected<std::unique_ptr<MemoryRegion>> register_bounce(void *ptr, std::size_t len,
+                                                            unsigned access);
 
     cache::CacheStats stats(MemKind kind) const;
     ProtectionDomain &pd() noexcept { return pd_; }

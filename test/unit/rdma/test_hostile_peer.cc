@@ -62,6 +62,65 @@ TEST_CASE("hostile peer: a second credit for one chunk fails the link, the trans
     CHECK(r.status != 0);
 }
 
+TEST_CASE("hostile peer: a second PUT_BEGIN for a put in flight fails the link",
+          "[rdma][hostile]") {
+    const std::size_t n = 3 * 16384;
+    std::vector<std::uint8_t> owner(n, 0);
+    auto src = pattern(n, 9);
+    TransferConfig tc = Pair::small_config();
+    tc.slots = 1;
+    Pair p({}, tc);
+    // b's first chunk copy is slow, so the put's stream is in flight at b
+    p.b.in->set_delay(50ms);
+    auto key = p.b.eng->expose({owner.data(), n}).value();
+    Result r;
+    REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
+    REQUIRE(p.run_until([&] { return p.b.eng->stats().chunks_received >= 1; }));
+    // the same put announced again (a's first transfer has id 0)
+    td::CtrlMsg m;
+    m.type = static_cast<std::uint32_t>(td::CtrlType::put_begin);
+    m.id = 0;
+    m.key_id = key.key_id;
+    m.addr = key.addr;
+    m.len = n;
+    m.token = key.token;
+    std::vector<std::uint8_t> b(sizeof(m));
+    std::memcpy(b.data(), &m, sizeof(m));
+    CHECK(p.b.eng->state() == ConnState::connected);
+    p.b.eng->handle_peer_control(b);
+    // before: the stream was replaced while its copy ran (freed under it)
+    CHECK(p.b.eng->state() == ConnState::error);
+}
+
+TEST_CASE("bounce areas give the peer no right to read them", "[rdma][hostile]") {
+    const std::size_t n = 3 * 16384;
+    std::vector<std::uint8_t> owner(n, 0);
+    auto src = pattern(n, 5);
+    Pair p;
+    auto key = p.b.eng->expose({owner.data(), n}).value();
+    Result r;
+    REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
+    REQUIRE(p.run_until([&] { return r.done; }));
+    REQUIRE(r.status == 0);
+    CHECK(owner == src);
+    // every region now: both sides' receive slots and control buffers, a's
+    // send slots, and what b exposed; only the exposed buffer may be read
+    // remotely, only it and the receive slots written remotely
+    // (registrations are page-aligned)
+    const auto lo = reinterpret_cast<std::uintptr_t>(owner.data()) & ~std::uintptr_t{4095};
+    const auto hi = (reinterpret_cast<std::uintptr_t>(owner.data()) + n + 4095) & ~std::uintptr_t{4095};
+    int remote_write = 0;
+    const auto mrs = p.fab.memory_regions();
+    REQUIRE(mrs.size() >= 5);
+    for (const auto &mr : mrs) {
+        const auto a = reinterpret_cast<std::uintptr_t>(mr.addr);
+        const bool in_exposed = a >= lo && a + mr.len <= hi;
+        if (mr.access & gdrpipe::rdma::kAccessRemoteRead) CHECK(in_exposed);
+        if ((mr.access & gdrpipe::rdma::kAccessRemoteWrite) && !in_exposed) ++remote_write;
+    }
+    CHECK(remote_write == 2); // the two receive areas
+}
+
 TEST_CASE("hostile peer: staging slots above the pin limit are refused at connect",
           "[rdma][hostile]") {
     FakeFabric fab;
