@@ -53,6 +53,7 @@ typedef struct gdrpipe_rdma_iface_config {
     unsigned           slots;
     size_t             seg_size;    /* short/bcopy bounce buffer */
     unsigned           bounce_count;
+    double             stall_timeout;
 } gdrpipe_rdma_iface_config_t;
 
 typedef struct gdrpipe_rdma_iface {

@@ -6,6 +6,7 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
 #include <ucs/type/class.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +176,7 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_rdma_iface_t, uct_md_h md, uct_worker_h worke
     self->ep_cfg.fallback_thresh = SIZE_MAX; /* direct wherever possible */
     self->ep_cfg.slot_size = (uint32_t)config->chunk_size;
     self->ep_cfg.slots     = config->slots;
+    self->ep_cfg.stall_timeout_s = isinf(config->stall_timeout) ? 0 : config->stall_timeout;
     self->bw               = config->bw;
     self->latency          = config->latency;
     self->seg_size         = config->seg_size;

@@ -133,6 +133,13 @@ static ucs_config_field_t gdrpipe_rdma_iface_config_table[] = {
      "Bounce buffers of short/bcopy operations per interface.",
      ucs_offsetof(gdrpipe_rdma_iface_config_t, bounce_count), UCS_CONFIG_TYPE_UINT},
 
+    {"STALL_TIMEOUT", "inf",
+     "An endpoint with transfers outstanding (its own, or a peer's it serves)\n"
+     "on which nothing moves this long fails with an error: a peer that is alive\n"
+     "but no longer progresses or returns credits. inf (default): never, as for\n"
+     "UCX's own rendezvous; a link that fails is reported anyway.",
+     ucs_offsetof(gdrpipe_rdma_iface_config_t, stall_timeout), UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 

@@ -99,6 +99,8 @@ typedef struct gp_rdma_ep_config {
     double calib_wait_s;    /* 0: default */
     size_t calib_max_size;  /* largest probed message; 0: default (4 MiB) */
     size_t fallback_thresh; /* when nothing is measured or cached */
+    double stall_timeout_s; /* the connection fails after this long without
+                             * progress while work is outstanding; 0: never */
 } gp_rdma_ep_config_t;
 
 gp_rdma_ep_t *gp_rdma_ep_create(gp_rdma_dev_t *dev, const gp_rdma_ep_config_t *cfg,

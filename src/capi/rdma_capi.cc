@@ -407,6 +407,7 @@ gp_rdma_ep_t *gp_rdma_ep_create(gp_rdma_dev_t *dev, const gp_rdma_ep_config_t *c
     }
     tc.slot_size = cfg->slot_size;
     tc.slots = cfg->slots;
+    tc.stall_timeout_s = cfg->stall_timeout_s;
     tc.exposed = [dev](std::uint32_t key, std::uint64_t token, std::uint64_t a, std::uint64_t n) {
         return dev->exposed(key, token, a, n);
     };

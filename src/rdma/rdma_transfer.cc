@@ -391,6 +391,23 @@ void TransferEngine::Impl::abort_all() {
     }
 }
 
+void TransferEngine::Impl::check_stall(int moved) {
+    const auto now = std::chrono::steady_clock::now();
+    const bool outstanding = !xfers.empty() || !out.empty() || !in_puts.empty();
+    if (moved > 0 || !outstanding || cfg.stall_timeout_s <= 0) {
+        last_moved = now;
+        return;
+    }
+    if (std::chrono::duration<double>(now - last_moved).count() < cfg.stall_timeout_s) {
+        return;
+    }
+    char why[160];
+    std::snprintf(why, sizeof(why),
+                  "nothing moved for %.3g s with transfers outstanding (the stall timeout)",
+                  cfg.stall_timeout_s);
+    conn->fail(-ETIMEDOUT, why);
+}
+
 int TransferEngine::Impl::progress() {
     int n = 0;
     if (conn && conn->state() != ConnState::closed) {
@@ -410,6 +427,7 @@ int TransferEngine::Impl::progress() {
         in_puts.clear();
     } else {
         pump(&n);
+        check_stall(n);
     }
     // in-order completion of our transfers
     while (!xfers.empty() && xfers.front()->done) {

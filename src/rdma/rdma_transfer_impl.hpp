@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -173,6 +175,8 @@ struct TransferEngine::Impl {
     std::unique_ptr<Connection> conn;
     Connection::ErrorCallback user_on_error;
     bool closing = false; // destructor: no more control messages
+    // the last progress() that moved something, or found nothing outstanding
+    std::chrono::steady_clock::time_point last_moved = std::chrono::steady_clock::now();
 
     // receive side: slots the peer writes into, control receive buffers
     Buf recv_area;
@@ -239,6 +243,9 @@ struct TransferEngine::Impl {
     void pump(int *events = nullptr);
     // ------------------------------------------------------ completions --
     void on_completion(const Completion &c);
+    // fails the connection when work is outstanding and nothing moved for
+    // cfg.stall_timeout_s (moved: events of this progress call)
+    void check_stall(int moved);
     void protocol_error(const char *why) { conn->fail(-EPROTO, std::string("protocol error: ") + why); }
     void on_recv(const Completion &c, std::uint32_t buf);
     void on_ctrl(const void *msg, std::size_t len);

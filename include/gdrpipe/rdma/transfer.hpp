@@ -58,6 +58,11 @@ struct TransferConfig {
     // CUDA work (cuFlushGPUDirectRDMAWrites). 0 or -errno (the put fails).
     // Set: expose() flags device buffers with kKeyFlushOnWrite.
     std::function<int(std::uint64_t addr, std::uint64_t len)> flush_remote_writes;
+    // A connection with work outstanding (our transfers, or streams we
+    // serve) on which nothing moved for this long fails (-ETIMEDOUT): a peer
+    // alive but no longer progressing, or crediting, never ends it
+    // otherwise. 0: never (a peer busy outside MPI for long is legal).
+    double stall_timeout_s = 0;
 };
 
 enum class PathChoice { automatic, direct, staged };

@@ -6,6 +6,7 @@
 #include <gdrpipe/rdma/ctrl_msg.hpp>
 
 #include <cstring>
+#include <thread>
 
 using namespace rdma_test;
 using namespace std::chrono_literals;
@@ -90,6 +91,61 @@ TEST_CASE("hostile peer: a second PUT_BEGIN for a put in flight fails the link",
     p.b.eng->handle_peer_control(b);
     // before: the stream was replaced while its copy ran (freed under it)
     CHECK(p.b.eng->state() == ConnState::error);
+}
+
+namespace {
+// progresses a only (b stopped) until the put's callback ran or `ms` passed
+bool run_a_only(Pair &p, const Result &r, int ms) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (!r.done && std::chrono::steady_clock::now() < end) {
+        if (p.a.eng->progress() == 0) std::this_thread::sleep_for(200us);
+    }
+    return r.done;
+}
+} // namespace
+
+TEST_CASE("a live peer that stops progressing: the connection fails after the stall timeout",
+          "[rdma][hostile]") {
+    const std::size_t n = 32 * 16384; // 8 x the slots: a needs b's credits
+    std::vector<std::uint8_t> owner(n, 0);
+    auto src = pattern(n, 3);
+    TransferConfig tc = Pair::small_config();
+    SECTION("without it (the default) the put waits") {
+        Pair p({}, tc);
+        auto key = p.b.eng->expose({owner.data(), n}).value();
+        Result r;
+        REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
+        CHECK_FALSE(run_a_only(p, r, 300));
+        CHECK(p.a.eng->state() == ConnState::connected);
+        // b comes back: the put completes
+        REQUIRE(p.run_until([&] { return r.done; }));
+        CHECK(r.status == 0);
+        CHECK(owner == src);
+    }
+    SECTION("with it, the put fails instead of waiting forever") {
+        tc.stall_timeout_s = 0.05;
+        Pair p({}, tc);
+        auto key = p.b.eng->expose({owner.data(), n}).value();
+        Result r;
+        REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
+        REQUIRE(run_a_only(p, r, 30000));
+        CHECK(r.status != 0);
+        CHECK(p.a.eng->state() == ConnState::error);
+        CHECK(p.a.conn_errors == 1);
+    }
+    SECTION("with it, transfers that move complete") {
+        tc.stall_timeout_s = 30;
+        Pair p({}, tc);
+        auto key = p.b.eng->expose({owner.data(), n}).value();
+        for (int i = 0; i < 4; ++i) {
+            Result r;
+            REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
+            REQUIRE(p.run_until([&] { return r.done; }));
+            CHECK(r.status == 0);
+        }
+        CHECK(owner == src);
+        CHECK(p.a.eng->state() == ConnState::connected);
+    }
 }
 
 TEST_CASE("bounce areas give the peer no right to read them", "[rdma][hostile]") {
