@@ -34,6 +34,7 @@ typedef struct gdrpipe_md_config {
     char            *cuda_lib;
     int             pool_ipc;  /* export stream-ordered pool memory for the direct path */
     size_t          device_rndv_thresh; /* device tag sends by rendezvous from here */
+    int             device_rndv_burst;  /* and below it within a window of sends */
 } gdrpipe_md_config_t;
 
 typedef struct gdrpipe_md {
@@ -98,8 +99,12 @@ extern uct_component_t gdrpipe_component;
 extern uint64_t gdrpipe_memhooks_generation;
 
 /* ucp_send.c: device tag sends by rendezvous (SIZE_MAX: off) */
-void gdrpipe_send_configure(size_t device_rndv_thresh);
+void gdrpipe_send_configure(size_t device_rndv_thresh, int burst);
 uint64_t gdrpipe_send_device_count(void);
+uint64_t gdrpipe_send_burst_count(void); /* of them, given the window's threshold (1) */
+/* progress calls of gdrpipe's wire in this thread (a device send that follows
+ * another with none in between is part of a window: ucp_send.c) */
+extern __thread uint64_t gdrpipe_progress_calls __attribute__((tls_model("initial-exec")));
 extern ucs_config_field_t gdrpipe_md_config_table[];
 extern ucs_config_field_t gdrpipe_iface_config_table[];
 

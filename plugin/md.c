@@ -264,7 +264,8 @@ ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
     if (kind == GDRPIPE_MD_WIRE) {
         gp_set_pool_ipc(ucs_derived_of(config, gdrpipe_md_config_t)->pool_ipc);
         gdrpipe_send_configure(
-                ucs_derived_of(config, gdrpipe_md_config_t)->device_rndv_thresh);
+                ucs_derived_of(config, gdrpipe_md_config_t)->device_rndv_thresh,
+                ucs_derived_of(config, gdrpipe_md_config_t)->device_rndv_burst);
     }
     pthread_mutex_lock(&gdrpipe_md_lock);
     ++gdrpipe_md_count;

@@ -162,6 +162,7 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
     /* the GPU copies this call starts (UCP answering the messages it
      * delivers) are launched together when it ends (gdrpipe_shm_xfer_start) */
     ++iface->progressing;
+    ++gdrpipe_progress_calls;
     count = gp_shm_progress(iface->core, gdrpipe_shm_iface_am_cb, iface,
                             GDRPIPE_SHM_PROGRESS_MAX);
     if (!ucs_queue_is_empty(&iface->eager.queue)) {
@@ -362,8 +363,10 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
         gdrpipe_shm_tag_log_stats(self);
     }
     if (self->stats) {
-        ucs_info("gdrpipe: device tag sends by rendezvous (DEVICE_RNDV_THRESH): %lu",
-                 (unsigned long)gdrpipe_send_device_count());
+        ucs_info("gdrpipe: device tag sends by rendezvous (DEVICE_RNDV_THRESH): %lu, "
+                 "of them in a window of sends (DEVICE_RNDV_BURST): %lu",
+                 (unsigned long)gdrpipe_send_device_count(),
+                 (unsigned long)gdrpipe_send_burst_count());
     }
     gdrpipe_shm_tag_cleanup(self);
     gdrpipe_shm_eager_cleanup(self);

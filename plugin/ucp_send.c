@@ -34,18 +34,47 @@
 /* UCX_GDRPIPE_DEVICE_RNDV_THRESH once a wire memory domain is open; until
  * then (gdrpipe not in use) every call goes straight to UCP */
 static size_t gdrpipe_send_device_thresh = GDRPIPE_SEND_OFF;
+static int gdrpipe_send_burst;      /* UCX_GDRPIPE_DEVICE_RNDV_BURST */
 static uint64_t gdrpipe_send_count; /* device sends given the threshold */
+static uint64_t gdrpipe_send_burst_sends; /* of them, the window's threshold (1) */
 
-void gdrpipe_send_configure(size_t device_rndv_thresh)
+__thread uint64_t gdrpipe_progress_calls __attribute__((tls_model("initial-exec")));
+/* gdrpipe_progress_calls at this thread's last device send (+1; 0: none) */
+static __thread uint64_t gdrpipe_send_last_round __attribute__((tls_model("initial-exec")));
+
+void gdrpipe_send_configure(size_t device_rndv_thresh, int burst)
 {
     /* auto: the default */
     gdrpipe_send_device_thresh = (device_rndv_thresh == UCS_MEMUNITS_AUTO) ? 2 :
                                  device_rndv_thresh;
+    gdrpipe_send_burst         = burst;
+}
+
+/* The threshold of this device send: DEVICE_RNDV_THRESH, or 1 when the send
+ * follows another device send of this thread with no progress of the wire in
+ * between (a window of sends, whose copies go in one batched launch; a lone
+ * tiny send, e.g. an acknowledgement, costs a GPU hand-over more by
+ * rendezvous than packed when two processes share a GPU, bench/RESULTS.md) */
+static size_t gdrpipe_send_thresh_now(void)
+{
+    const uint64_t round = gdrpipe_progress_calls + 1;
+    const int in_window  = (gdrpipe_send_last_round == round);
+
+    gdrpipe_send_last_round = round;
+    if (gdrpipe_send_burst && in_window && (gdrpipe_send_device_thresh > 1)) {
+        return 1;
+    }
+    return gdrpipe_send_device_thresh;
 }
 
 uint64_t gdrpipe_send_device_count(void)
 {
     return __atomic_load_n(&gdrpipe_send_count, __ATOMIC_RELAXED);
+}
+
+uint64_t gdrpipe_send_burst_count(void)
+{
+    return __atomic_load_n(&gdrpipe_send_burst_sends, __ATOMIC_RELAXED);
 }
 
 static void *gdrpipe_send_next(const char *name)
@@ -179,6 +208,9 @@ static UCS_F_NOINLINE int gdrpipe_send_begin_device(ucp_ep_h ep, size_t thresh,
     s->config->tag.rndv.rma_thresh.remote = thresh;
     s->config->tag.rndv.am_thresh.remote  = thresh;
     __atomic_fetch_add(&gdrpipe_send_count, 1, __ATOMIC_RELAXED);
+    if (thresh < gdrpipe_send_device_thresh) {
+        __atomic_fetch_add(&gdrpipe_send_burst_sends, 1, __ATOMIC_RELAXED);
+    }
     return 1;
 }
 
@@ -212,7 +244,7 @@ static void gdrpipe_send_end(gdrpipe_send_saved_t *s)
         gdrpipe_send_saved_t s; \
         _ret ret; \
         \
-        if (!gdrpipe_send_begin_device(ep, gdrpipe_send_device_thresh, &s)) { \
+        if (!gdrpipe_send_begin_device(ep, gdrpipe_send_thresh_now(), &s)) { \
             return _name##_real _args; \
         } \
         ret = _name##_real _args; \

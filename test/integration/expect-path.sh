@@ -13,6 +13,9 @@
 #   expect-path.sh device-rndv CMD...  some device tag sends given the device
 #                                   rendezvous threshold (plugin/ucp_send.c)
 #   expect-path.sh no-device-rndv CMD...  none (host buffers only)
+#   expect-path.sh device-rndv-burst CMD...  some of them with the threshold 1,
+#                                   in a window of sends (DEVICE_RNDV_BURST)
+#   expect-path.sh no-device-rndv-burst CMD...  none of them
 #   expect-path.sh gpu-reduce CMD...  some MPI reductions of device buffers
 #                                   done on the GPU (coll/gdrpipe's
 #                                   device_reduce), and how many were staged
@@ -44,6 +47,16 @@ if [ "$want" = eager-zcopy ]; then
     exit
 fi
 case $want in
+device-rndv-burst | no-device-rndv-burst)
+    # "... of them in a window of sends (DEVICE_RNDV_BURST): N", one per interface
+    lines=$(grep -o 'of them in a window of sends (DEVICE_RNDV_BURST): [0-9]*' "$log")
+    [ -n "$lines" ] || { echo "expect-path: no window counter lines"; exit 1; }
+    n=0
+    for c in $(printf '%s\n' "$lines" | sed 's/.*: //'); do n=$((n + c)); done
+    echo "expect-path: device tag sends given the window's threshold=$n (want $want)"
+    if [ "$want" = device-rndv-burst ]; then [ "$n" -gt 0 ]; else [ "$n" -eq 0 ]; fi
+    exit
+    ;;
 device-rndv | no-device-rndv)
     # "device tag sends by rendezvous (DEVICE_RNDV_THRESH): N", one per interface
     lines=$(grep -o 'device tag sends by rendezvous (DEVICE_RNDV_THRESH): [0-9]*' "$log")
