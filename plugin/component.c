@@ -43,9 +43,10 @@ ucs_config_field_t gdrpipe_md_config_table[] = {
 
     {"DEVICE_RNDV_BURST", "y",
      "A device tag send below DEVICE_RNDV_THRESH goes by rendezvous too when it\n"
-     "follows another device tag send of the same thread with no progress of\n"
-     "gdrpipe's wire in between (a window of sends: their copies go in one batched\n"
-     "launch); a lone one (an acknowledgement) stays eager. n: the threshold alone.",
+     "follows another device tag send or a posted device tag receive of the same\n"
+     "thread with no progress of gdrpipe's wire in between (a window of sends, an\n"
+     "exchange: their copies go in one batched launch); a lone one (an\n"
+     "acknowledgement) stays eager. n: the threshold alone.",
      ucs_offsetof(gdrpipe_md_config_t, device_rndv_burst), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}

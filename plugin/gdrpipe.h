@@ -13,6 +13,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
+#include <ucp/api/ucp.h>
 #include "calib_config.h"
 #include <ucs/datastruct/queue.h>
 #include <ucs/datastruct/list.h>
@@ -102,6 +103,8 @@ extern uint64_t gdrpipe_memhooks_generation;
 void gdrpipe_send_configure(size_t device_rndv_thresh, int burst);
 uint64_t gdrpipe_send_device_count(void);
 uint64_t gdrpipe_send_burst_count(void); /* of them, given the window's threshold (1) */
+/* a receive was posted (ucp_recv.c): a device one opens a window of sends */
+void gdrpipe_send_note_recv(const void *buffer, const ucp_request_param_t *param);
 /* progress calls of gdrpipe's wire in this thread (a device send that follows
  * another with none in between is part of a window: ucp_send.c) */
 extern __thread uint64_t gdrpipe_progress_calls __attribute__((tls_model("initial-exec")));

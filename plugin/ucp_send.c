@@ -51,8 +51,8 @@ void gdrpipe_send_configure(size_t device_rndv_thresh, int burst)
 }
 
 /* The threshold of this device send: DEVICE_RNDV_THRESH, or 1 when the send
- * follows another device send of this thread with no progress of the wire in
- * between (a window of sends, whose copies go in one batched launch; a lone
+ * follows another device send or a posted device receive (ucp_recv.c) of this
+ * thread with no progress of the wire in between (a window of sends, whose copies go in one batched launch; a lone
  * tiny send, e.g. an acknowledgement, costs a GPU hand-over more by
  * rendezvous than packed when two processes share a GPU, bench/RESULTS.md) */
 static size_t gdrpipe_send_thresh_now(void)
@@ -159,6 +159,16 @@ gdrpipe_send_is_device(const void *buffer, const ucp_request_param_t *param)
         return gdrpipe_send_last.device;
     }
     return gdrpipe_send_classify(buffer, gen);
+}
+
+void gdrpipe_send_note_recv(const void *buffer, const ucp_request_param_t *param)
+{
+    if (gdrpipe_send_burst && (gdrpipe_send_device_thresh != GDRPIPE_SEND_OFF) &&
+        gdrpipe_send_is_device(buffer, param)) {
+        /* a device receive posted: the sends that follow it before any
+         * progress exchange with it (a window, as after another send) */
+        gdrpipe_send_last_round = gdrpipe_progress_calls + 1;
+    }
 }
 
 /* whether the endpoint's rendezvous goes through one of gdrpipe's
