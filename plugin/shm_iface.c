@@ -109,6 +109,7 @@ static int gdrpipe_shm_iface_is_reachable(const uct_iface_h tl_iface,
                                           const uct_iface_addr_t *iface_addr)
 {
     gdrpipe_shm_dev_addr_t a;
+    const char *why;
 
     if ((dev_addr == NULL) || (iface_addr == NULL)) {
         return 0;
@@ -117,7 +118,17 @@ static int gdrpipe_shm_iface_is_reachable(const uct_iface_h tl_iface,
     if (a.host_id != gdrpipe_host_id()) {
         return 0;
     }
-    return gp_shm_check_address(iface_addr, gp_shm_address_length()) == NULL;
+    why = gp_shm_check_address(iface_addr, gp_shm_address_length());
+    if (why != NULL) {
+        /* a process of this host whose wire address this one cannot use:
+         * another gdrpipe version, or garbage; said once */
+        static int said;
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+            ucs_error("gdrpipe: a process on this host is unreachable through gdrpipe: %s", why);
+        }
+        return 0;
+    }
+    return 1;
 }
 
 void gdrpipe_shm_iface_deliver(gdrpipe_shm_iface_t *iface, uint8_t am_id, void *data,

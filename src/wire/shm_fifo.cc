@@ -113,6 +113,23 @@ void *Fifo::reserve(uint64_t *index) noexcept {
             }
             continue; // another producer claimed it: seen again, then helped past
         }
+        if (d < 0 && state_of(w) == kFree) {
+            // the slot still waits for an older element, which nobody
+            // claimed: head ran ahead of every claim, which only a write by
+            // another hand makes; it goes back to the consumer's position
+            // (the slots from there are claimed again or helped past)
+            uint64_t expect = h;
+            const uint64_t awaited = h - uint64_t(uint32_t(-d)); // the slot's element
+            uint64_t back = hdr_->tail.load(std::memory_order_acquire);
+            if (back > awaited || awaited - back > num_elems_) back = awaited;
+            if (hdr_->head.compare_exchange_strong(expect, back, std::memory_order_relaxed,
+                                                   std::memory_order_relaxed)) {
+                h = back;
+            } else {
+                h = expect;
+            }
+            continue;
+        }
         if (d < 0) {
             // an element of an older lap not consumed yet: full, unless head moved
             const uint64_t now = hdr_->head.load(std::memory_order_relaxed);

@@ -121,7 +121,14 @@ const char *ShmIface::check_address(const void *addr, size_t len) noexcept {
     ShmAddress a;
     std::memcpy(&a, addr, sizeof(a));
     if (a.magic != kShmMagic) return "not a gdrpipe shm address";
-    if (a.version != kShmVersion) return "unsupported address version";
+    if (a.version != kShmVersion) {
+        static thread_local char why[160];
+        std::snprintf(why, sizeof(why),
+                      "the peer speaks wire version %u, this process %u: the processes run "
+                      "different gdrpipe versions (use one gdrpipe everywhere)",
+                      unsigned(a.version), unsigned(kShmVersion));
+        return why;
+    }
     if (a.pid <= 0 || a.fd < 0 || a.seg_id == 0) return "invalid address fields";
     return nullptr;
 }

@@ -172,6 +172,32 @@ TEST_CASE("fifo: whatever a producer writes into the shared words, reserve() end
     }
 }
 
+TEST_CASE("fifo: a head written far ahead by another producer heals", "[wire][security]") {
+    constexpr uint32_t kN = 8;
+    auto mem = segment(kN, 64);
+    void *base = aligned(mem);
+    Fifo::format(base, kN, 64, 1, 6, 0);
+    Fifo tx(base, 0), rx(base, 0);
+    uint64_t idx;
+    REQUIRE(tx.reserve(&idx) != nullptr);
+    tx.commit(idx, 1, 0);
+    // a producer moves head 1000 laps and 3 elements on
+    auto *h = static_cast<FifoHeader *>(base);
+    h->head.store(h->head.load() + 1000 * kN + 3);
+    // senders still get slots (before: "full" for ever), in order
+    for (uint32_t i = 0; i < kN - 1; ++i) {
+        REQUIRE(tx.reserve(&idx) != nullptr);
+        CHECK(idx == i + 1);
+        tx.commit(idx, uint8_t(i + 2), 0);
+    }
+    for (uint32_t i = 0; i < kN; ++i) {
+        Fifo::Message m{};
+        REQUIRE(rx.peek(&m));
+        CHECK(m.am_id == i + 1);
+        rx.release();
+    }
+}
+
 TEST_CASE("fifo: corrupt length header is flagged, never read past the element", "[wire]") {
     auto mem = segment(2, 64);
     void *base = aligned(mem);
@@ -283,6 +309,16 @@ TEST_CASE("address validation", "[wire]") {
     bad = a;
     bad.pid = -5;
     CHECK(ShmIface::check_address(&bad, sizeof(bad)) != nullptr);
+    // another gdrpipe version: refused, saying so with both versions
+    bad = a;
+    bad.version = uint16_t(kShmVersion - 1);
+    const char *why = ShmIface::check_address(&bad, sizeof(bad));
+    REQUIRE(why != nullptr);
+    CHECK(std::string(why).find("different gdrpipe versions") != std::string::npos);
+    CHECK(std::string(why).find("version " + std::to_string(kShmVersion - 1) + ", this process " +
+                                std::to_string(kShmVersion)) != std::string::npos);
+    CHECK(iface->connect(&bad, sizeof(bad), &err) == nullptr);
+    CHECK(err == why);
     // a well-formed address of a segment that does not exist
     bad = a;
     bad.seg_id ^= 0x5555;
