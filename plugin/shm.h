@@ -35,7 +35,8 @@ typedef struct gdrpipe_shm_iface {
     double            latency;
     ucs_list_link_t   pending_eps;   /* endpoints with queued requests */
     void              *scratch;      /* bounce for put/get bcopy */
-    gp_xfer_engine_t  *xfer;         /* GPU data paths (NULL without CUDA) */
+    gp_xfer_engine_t  *xfer;         /* data paths (NULL if they failed to start) */
+    int               xfer_busy;     /* the engine may have work: progress it */
     ucs_queue_head_t  flush_q;       /* flush completions waiting for transfers */
     int               eager_zcopy;   /* AM zcopy offered (UCX_GDRPIPE_EAGER_ZCOPY) */
     int               stats;         /* UCX_GDRPIPE_STATS */
@@ -194,6 +195,7 @@ static inline int gdrpipe_shm_xfer_start(gdrpipe_shm_iface_t *iface, gp_shm_peer
         gp_xfer_round_begin(iface->xfer);
         iface->round_open = 1;
     }
+    iface->xfer_busy = 1;
     return gp_xfer_start(iface->xfer, peer, is_get, local, iovcnt, remote_addr, rkey, cb, arg);
 }
 

@@ -140,6 +140,7 @@ void gdrpipe_shm_iface_deliver(gdrpipe_shm_iface_t *iface, uint8_t am_id, void *
     }
     if (am_id == GP_CTRL_AM_ID) {
         if (iface->xfer != NULL) {
+            iface->xfer_busy = 1;
             gp_xfer_on_control(iface->xfer, data, len);
         } else {
             ucs_error("gdrpipe: data-path control message but the data paths are unavailable here");
@@ -179,8 +180,10 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
     if (!ucs_queue_is_empty(&iface->eager.queue)) {
         count += gdrpipe_shm_eager_progress(iface);
     }
-    if (iface->xfer != NULL) {
+    if (iface->xfer_busy) {
+        /* an idle engine (host-only traffic) is not called at all */
         count += gp_xfer_progress(iface->xfer);
+        iface->xfer_busy = (gp_xfer_outstanding(iface->xfer) != 0);
     }
     if (ucs_unlikely(gdrpipe_shm_tag_busy(&iface->tag))) {
         count += gdrpipe_shm_tag_progress(iface);
@@ -299,6 +302,7 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     ucs_list_head_init(&self->pending_eps);
     ucs_queue_head_init(&self->flush_q);
     self->xfer        = NULL;
+    self->xfer_busy   = 0;
     self->progressing = 0;
     self->round_open  = 0;
     status     = gdrpipe_shm_eager_init(&self->eager);

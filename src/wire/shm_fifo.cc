@@ -158,25 +158,29 @@ void Fifo::commit(uint64_t index, uint8_t am_id, uint32_t length) noexcept {
     e->seq.store(word(kCommitted, index), std::memory_order_release);
 }
 
+bool Fifo::reclaim(ElemHeader *e, uint64_t w) noexcept {
+    if (lap_diff(w, read_idx_) != 0) return false;
+    // claimed, not committed: in flight, or its producer died in between
+    if (++stuck_polls_ % kClaimPollsBeforeCheck != 0) return false;
+    const pid_t pid = pid_t(pid_of(w));
+    if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) return false;
+    e->length = 0;
+    e->am_id = kAmIdDiscard;
+    e->flags = 0;
+    if (!e->seq.compare_exchange_strong(w, word(kCommitted, read_idx_), std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+        return false;
+    }
+    ++reclaimed_;
+    return true;
+}
+
 bool Fifo::peek(Message *msg) noexcept {
     ElemHeader *e = elem(read_idx_);
-    uint64_t w = e->seq.load(std::memory_order_acquire);
-    if (w != word(kCommitted, read_idx_)) {
-        if (state_of(w) != kClaimed || lap_diff(w, read_idx_) != 0) return false;
-        // claimed, not committed: in flight, or its producer died in between
-        if (++stuck_polls_ % kClaimPollsBeforeCheck != 0) return false;
-        const pid_t pid = pid_t(pid_of(w));
-        if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) return false;
-        e->length = 0;
-        e->am_id = kAmIdDiscard;
-        e->flags = 0;
-        if (!e->seq.compare_exchange_strong(w, word(kCommitted, read_idx_),
-                                            std::memory_order_acq_rel,
-                                            std::memory_order_relaxed)) {
-            return false;
-        }
-        ++reclaimed_;
-        w = word(kCommitted, read_idx_);
+    const uint64_t w = e->seq.load(std::memory_order_acquire);
+    // the common cases first: the next element committed, or nothing sent
+    if (__builtin_expect(w != word(kCommitted, read_idx_), 0)) {
+        if (state_of(w) != kClaimed || !reclaim(e, w)) return false;
     }
     stuck_polls_ = 0;
     msg->am_id = load_once(e->am_id);

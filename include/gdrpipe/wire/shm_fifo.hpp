@@ -112,6 +112,9 @@ public:
     static constexpr uint32_t kClaimPollsBeforeCheck = 4096;
 
 private:
+    // peek's slow path: the next element claimed, not committed; discards it
+    // (true) once its producer is gone
+    [[gnu::noinline]] bool reclaim(ElemHeader *e, uint64_t w) noexcept;
     ElemHeader *elem(uint64_t index) const noexcept {
         return reinterpret_cast<ElemHeader *>(elems_ + (index & mask_) * elem_size_);
     }
