@@ -23,6 +23,29 @@ std::vector<std::uint8_t> credit_msg(std::uint32_t id, std::uint32_t slot, std::
     return b;
 }
 
+// A staged put of 3 chunks from a to b, one slot, b's stage-in slow (50 ms
+// a chunk): the put stays in flight on both sides for a while.
+struct SlowPut {
+    static constexpr std::size_t n = 3 * 16384;
+    // declared before the pair: b's copier may still be copying into them
+    // when the pair is destroyed with the transfer cut off
+    std::vector<std::uint8_t> owner = std::vector<std::uint8_t>(n, 0);
+    std::vector<std::uint8_t> src;
+    Pair p;
+    RemoteKey key;
+    Result r;
+    explicit SlowPut(int seed) : src(pattern(n, seed)), p({}, config()) {
+        p.b.in->set_delay(std::chrono::milliseconds(50));
+        key = p.b.eng->expose({owner.data(), n}).value();
+        REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
+    }
+    static TransferConfig config() {
+        TransferConfig tc = Pair::small_config();
+        tc.slots = 1;
+        return tc;
+    }
+};
+
 } // namespace
 
 TEST_CASE("hostile peer: a credit for a slot already credited fails the link",
@@ -37,20 +60,11 @@ TEST_CASE("hostile peer: a credit for a slot already credited fails the link",
 
 TEST_CASE("hostile peer: a second credit for one chunk fails the link, the transfer ends",
           "[rdma][hostile]") {
-    // declared before the pair: b's copier may still be copying into them
-    // when the pair is destroyed with the transfer cut off
-    const std::size_t n = 3 * 16384;
-    std::vector<std::uint8_t> owner(n, 0);
-    auto src = pattern(n, 7);
-    TransferConfig tc = Pair::small_config();
-    tc.slots = 1;
-    Pair p({}, tc);
+    SlowPut s(7);
+    Pair &p = s.p;
+    Result &r = s.r;
     // a's only chunk in flight waits in b's slow stage-in, so its slot is
     // not credited back yet
-    p.b.in->set_delay(50ms);
-    auto key = p.b.eng->expose({owner.data(), n}).value();
-    Result r;
-    REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
     REQUIRE(p.run_until([&] { return p.a.eng->stats().chunks_sent >= 1; }));
     // the slot's credit, early and then again: the second is one too many
     const auto c = credit_msg(0, 0, 0);
@@ -65,17 +79,11 @@ TEST_CASE("hostile peer: a second credit for one chunk fails the link, the trans
 
 TEST_CASE("hostile peer: a second PUT_BEGIN for a put in flight fails the link",
           "[rdma][hostile]") {
-    const std::size_t n = 3 * 16384;
-    std::vector<std::uint8_t> owner(n, 0);
-    auto src = pattern(n, 9);
-    TransferConfig tc = Pair::small_config();
-    tc.slots = 1;
-    Pair p({}, tc);
+    SlowPut s(9);
+    Pair &p = s.p;
+    const auto &key = s.key;
+    const std::size_t n = s.n;
     // b's first chunk copy is slow, so the put's stream is in flight at b
-    p.b.in->set_delay(50ms);
-    auto key = p.b.eng->expose({owner.data(), n}).value();
-    Result r;
-    REQUIRE(p.a.eng->put({src.data(), n}, key.addr, key, r.cb(), PathChoice::staged) == 0);
     REQUIRE(p.run_until([&] { return p.b.eng->stats().chunks_received >= 1; }));
     // the same put announced again (a's first transfer has id 0)
     td::CtrlMsg m;
