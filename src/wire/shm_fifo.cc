@@ -96,6 +96,25 @@ bool Fifo::has_space() const noexcept {
 void *Fifo::reserve(uint64_t *index) noexcept {
     const uint32_t me = uint32_t(self_pid());
     uint64_t h = hdr_->head.load(std::memory_order_relaxed);
+    {
+        // the common case: the head's slot is free for it
+        ElemHeader *e = elem(h);
+        uint64_t w = word(kFree, h);
+        if (__builtin_expect(e->seq.compare_exchange_strong(w, word(kClaimed, h, me),
+                                                            std::memory_order_acq_rel,
+                                                            std::memory_order_relaxed),
+                             1)) {
+            uint64_t expect = h;
+            hdr_->head.compare_exchange_strong(expect, h + 1, std::memory_order_release,
+                                               std::memory_order_relaxed);
+            *index = h;
+            return reinterpret_cast<uint8_t *>(e) + sizeof(ElemHeader);
+        }
+    }
+    return reserve_slow(h, me, index);
+}
+
+void *Fifo::reserve_slow(uint64_t h, uint32_t me, uint64_t *index) noexcept {
     // bounded: shared words written by a hostile or broken producer end in
     // "full", never in an endless loop
     for (uint32_t step = 0; step < 2 * num_elems_ + 16; ++step) {

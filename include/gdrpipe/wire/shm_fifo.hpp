@@ -112,6 +112,9 @@ public:
     static constexpr uint32_t kClaimPollsBeforeCheck = 4096;
 
 private:
+    // reserve()'s general case (the head's slot taken, or a FIFO full or
+    // written by another hand), from head value h
+    [[gnu::noinline]] void *reserve_slow(uint64_t h, uint32_t me, uint64_t *index) noexcept;
     // peek's slow path: the next element claimed, not committed; discards it
     // (true) once its producer is gone
     [[gnu::noinline]] bool reclaim(ElemHeader *e, uint64_t w) noexcept;
