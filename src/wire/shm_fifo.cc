@@ -138,7 +138,8 @@ void *Fifo::reserve_slow(uint64_t h, uint32_t me, uint64_t *index) noexcept {
             // another hand makes; it goes back to the consumer's position
             // (the slots from there are claimed again or helped past)
             uint64_t expect = h;
-            const uint64_t awaited = h - uint64_t(uint32_t(-d)); // the slot's element
+            // the slot's element: h less the lap distance (modulo 2^32, unsigned)
+            const uint64_t awaited = h - uint64_t(uint32_t(uint32_t(h) - uint32_t(w)));
             uint64_t back = hdr_->tail.load(std::memory_order_acquire);
             if (back > awaited || awaited - back > num_elems_) back = awaited;
             if (hdr_->head.compare_exchange_strong(expect, back, std::memory_order_relaxed,
