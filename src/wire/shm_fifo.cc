@@ -93,6 +93,15 @@ bool Fifo::has_space() const noexcept {
     return lap_diff(elem(h)->seq.load(std::memory_order_acquire), h) >= 0;
 }
 
+void *Fifo::claimed(ElemHeader *e, uint64_t h, uint64_t *index) noexcept {
+    // head moves on past the slot just claimed (unless a helper did)
+    uint64_t expect = h;
+    hdr_->head.compare_exchange_strong(expect, h + 1, std::memory_order_release,
+                                       std::memory_order_relaxed);
+    *index = h;
+    return reinterpret_cast<uint8_t *>(e) + sizeof(ElemHeader);
+}
+
 void *Fifo::reserve(uint64_t *index) noexcept {
     const uint32_t me = uint32_t(self_pid());
     uint64_t h = hdr_->head.load(std::memory_order_relaxed);
@@ -104,11 +113,7 @@ void *Fifo::reserve(uint64_t *index) noexcept {
                                                             std::memory_order_acq_rel,
                                                             std::memory_order_relaxed),
                              1)) {
-            uint64_t expect = h;
-            hdr_->head.compare_exchange_strong(expect, h + 1, std::memory_order_release,
-                                               std::memory_order_relaxed);
-            *index = h;
-            return reinterpret_cast<uint8_t *>(e) + sizeof(ElemHeader);
+            return claimed(e, h, index);
         }
     }
     return reserve_slow(h, me, index);
@@ -124,11 +129,7 @@ void *Fifo::reserve_slow(uint64_t h, uint32_t me, uint64_t *index) noexcept {
         if (d == 0 && state_of(w) == kFree) {
             if (e->seq.compare_exchange_strong(w, word(kClaimed, h, me), std::memory_order_acq_rel,
                                                std::memory_order_relaxed)) {
-                uint64_t expect = h;
-                hdr_->head.compare_exchange_strong(expect, h + 1, std::memory_order_release,
-                                                   std::memory_order_relaxed);
-                *index = h;
-                return reinterpret_cast<uint8_t *>(e) + sizeof(ElemHeader);
+                return claimed(e, h, index);
             }
             continue; // another producer claimed it: seen again, then helped past
         }

@@ -112,6 +112,8 @@ public:
     static constexpr uint32_t kClaimPollsBeforeCheck = 4096;
 
 private:
+    // reserve()'s end once slot e of element h is claimed: head moves on
+    void *claimed(ElemHeader *e, uint64_t h, uint64_t *index) noexcept;
     // reserve()'s general case (the head's slot taken, or a FIFO full or
     // written by another hand), from head value h
     [[gnu::noinline]] void *reserve_slow(uint64_t h, uint32_t me, uint64_t *index) noexcept;
