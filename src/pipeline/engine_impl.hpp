@@ -193,8 +193,9 @@ struct XferEngine::Impl {
     bool ensure_segment(PeerState *ps);
     // 1 sent, 0 retry later, <0 failed
     int staged_kickoff(Xfer *x);
-    // Direct path set-up and issue: 1 issued, 0 not possible (fall back to
-    // staged), -EINVAL the peer's rkey does not match what its handle maps.
+    // Direct path set-up and issue (start() calls it only with CUDA here):
+    // 1 issued, 0 not possible (fall back to staged), -EINVAL the peer's
+    // rkey does not match what its handle maps.
     int try_direct(Xfer *x);
     // Issues the direct copies of `x` between its local memory and `ptr`.
     // Small single-buffer device transfers complete before this returns.
