@@ -232,9 +232,8 @@ static int auto_on(const gp_companion_t *c, mca_coll_gdrpipe_module_t *m, const 
         m->red_dev_seen = 1;
     }
     if ((k <= 64) ? ((k & (k - 1)) == 0) : (k % 64 == 0)) {
-        int seen = m->red_dev_seen, any = 0;
-        *rc = m->next.coll_allreduce(&seen, &any, 1, MPI_INT, MPI_MAX, comm,
-                                     m->next.coll_allreduce_module);
+        int any = 0;
+        *rc = agree_max(m, comm, m->red_dev_seen, &any);
         if (*rc != OMPI_SUCCESS) {
             return 0;
         }
