@@ -36,6 +36,8 @@ typedef struct gdrpipe_md_config {
     int             pool_ipc;  /* export stream-ordered pool memory for the direct path */
     size_t          device_rndv_thresh; /* device tag sends by rendezvous from here */
     int             device_rndv_burst;  /* and below it within a window of sends */
+    int             unhandled_ep_error; /* GDRPIPE_EP_ERR_* (ucp_ep_err.c) */
+    double          tcp_timeout;        /* UCX's TCP sockets' bound, s (tcp_bound.c) */
 } gdrpipe_md_config_t;
 
 typedef struct gdrpipe_md {
@@ -95,6 +97,21 @@ extern uct_component_t gdrpipe_component;
                       (unsigned long)_gdrpipe_peer_k); \
         } \
     } while (0)
+
+/* ucp_ep_err.c: what a failure of an endpoint created without an error
+ * handler does (UCX_GDRPIPE_UNHANDLED_EP_ERROR) */
+typedef enum {
+    GDRPIPE_EP_ERR_EXIT, /* the process ends */
+    GDRPIPE_EP_ERR_NONE, /* left to UCX */
+    GDRPIPE_EP_ERR_LAST
+} gdrpipe_ep_err_action_t;
+extern const char *gdrpipe_ep_err_names[];
+void gdrpipe_ep_err_configure(int action);
+uint64_t gdrpipe_ep_err_count(void); /* endpoints given the handler */
+
+/* tcp_bound.c: the bound on UCX's TCP sockets (UCX_GDRPIPE_TCP_TIMEOUT) */
+void gdrpipe_tcp_bound_configure(double timeout_s);
+uint64_t gdrpipe_tcp_bound_count(void); /* sockets given it */
 
 /* memhooks.c: bumped at every allocation and free the hooks see */
 extern uint64_t gdrpipe_memhooks_generation;

@@ -266,6 +266,9 @@ ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
         gdrpipe_send_configure(
                 ucs_derived_of(config, gdrpipe_md_config_t)->device_rndv_thresh,
                 ucs_derived_of(config, gdrpipe_md_config_t)->device_rndv_burst);
+        gdrpipe_ep_err_configure(
+                ucs_derived_of(config, gdrpipe_md_config_t)->unhandled_ep_error);
+        gdrpipe_tcp_bound_configure(ucs_derived_of(config, gdrpipe_md_config_t)->tcp_timeout);
     }
     pthread_mutex_lock(&gdrpipe_md_lock);
     ++gdrpipe_md_count;

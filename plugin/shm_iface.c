@@ -379,9 +379,13 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
     }
     if (self->stats) {
         ucs_info("gdrpipe: device tag sends by rendezvous (DEVICE_RNDV_THRESH): %lu, "
-                 "of them in a window of sends (DEVICE_RNDV_BURST): %lu",
+                 "of them in a window of sends (DEVICE_RNDV_BURST): %lu; endpoints "
+                 "given an error handler (UNHANDLED_EP_ERROR): %lu; TCP sockets given "
+                 "the bound (TCP_TIMEOUT): %lu",
                  (unsigned long)gdrpipe_send_device_count(),
-                 (unsigned long)gdrpipe_send_burst_count());
+                 (unsigned long)gdrpipe_send_burst_count(),
+                 (unsigned long)gdrpipe_ep_err_count(),
+                 (unsigned long)gdrpipe_tcp_bound_count());
     }
     gdrpipe_shm_tag_cleanup(self);
     gdrpipe_shm_eager_cleanup(self);

@@ -14,6 +14,9 @@
 #                    on this machine (test/multihost/hosts.sh: network and
 #                    UTS namespaces; needs root, else exit 77 = skipped), so
 #                    ranks 2k and 2k+1 are on different hosts
+#   RUN_MPI_DATA_NET 1 (with RUN_MPI_HOSTS): UCX between the hosts on a data
+#                    network of its own (data0), Open MPI's launcher on the
+#                    first (GP_HOSTS_DATA_NET in hosts.sh)
 # Fails if the run leaves new UCX/MPI/gdrpipe files in /dev/shm
 # (RUN_MPI_SHM_CHECK=0 turns that off).
 # Usage: run-mpi.sh PROGRAM [ARGS...]
@@ -46,6 +49,10 @@ if [ "$hosts" -gt 1 ]; then
     wrap="sh $mh/hosts.sh $hosts"
     fwd="$fwd --host $list --map-by node --mca plm_rsh_agent $mh/agent.sh"
     fwd="$fwd --mca oob_tcp_if_include 10.77.0.0/24"
+    if [ "${RUN_MPI_DATA_NET:-0}" = 1 ]; then
+        export GP_HOSTS_DATA_NET=1
+        fwd="$fwd -x UCX_NET_DEVICES=data0"
+    fi
 fi
 
 # shellcheck disable=SC2086

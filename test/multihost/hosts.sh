@@ -13,6 +13,12 @@
 # Open MPI as its remote shell (--mca plm_rsh_agent .../agent.sh); it finds
 # the namespaces through GP_HOSTS_PREFIX, which this script exports.
 #
+# GP_HOSTS_DATA_NET=1 gives each host a second interface, data0, with
+# address 10.78.0.<i>/24 on a second bridge: a data network beside the
+# first (the management network, where the launcher's connections go), as
+# clusters have; a test can then take one host's data link down
+# (ip -n <ns> link set data0 down) while the launcher still reaches it.
+#
 # Everything is removed on exit, also when COMMAND fails or this script is
 # killed (TERM, INT, HUP): the processes left in the namespaces, the
 # namespaces, their /etc/netns entries. Needs root and iproute2; exit status
@@ -49,7 +55,9 @@ if ! ip netns add "$sw" 2>/dev/null; then
     echo "hosts.sh: cannot create a network namespace here: skipped" >&2
     exit 77
 fi
-ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set br0 up || {
+data=${GP_HOSTS_DATA_NET:-0}
+ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set br0 up &&
+    { [ "$data" = 0 ] || { ip -n "$sw" link add br1 type bridge && ip -n "$sw" link set br1 up; }; } || {
     echo "hosts.sh: cannot create a bridge" >&2
     exit 1
 }
@@ -65,7 +73,12 @@ for i in $(seq 1 "$n"); do
         ip -n "$sw" link set "p$i" master br0 up &&
         ip -n "$ns" addr add "10.77.0.$i/24" dev "v$i" &&
         ip -n "$ns" link set "v$i" up &&
-        ip -n "$ns" link set lo up || {
+        ip -n "$ns" link set lo up &&
+        { [ "$data" = 0 ] || {
+            ip link add data0 netns "$ns" type veth peer name "d$i" netns "$sw" &&
+            ip -n "$sw" link set "d$i" master br1 up &&
+            ip -n "$ns" addr add "10.78.0.$i/24" dev data0 &&
+            ip -n "$ns" link set data0 up; }; } || {
         echo "hosts.sh: cannot set up host h$i" >&2
         exit 1
     }

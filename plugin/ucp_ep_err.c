@@ -1,0 +1,86 @@
+/* Endpoint failures nobody handles: UCP's ucp_ep_create, preloaded like the
+ * tag calls (ucp_send.c), gives an endpoint created without an error
+ * handler one that ends the process (UCX_GDRPIPE_UNHANDLED_EP_ERROR=exit).
+ *
+ * Why: Open MPI 4.1's pml ucx creates its endpoints with the peer's address
+ * alone. When a connection fails (a link down between hosts: UCX's tcp
+ * notices through the kernel's keepalive or retransmission limits), UCP 1.13
+ * fails the requests pending on that endpoint, logs at "diag" level that the
+ * error will not be handled, and leaves posted receives waiting: a rank
+ * waiting for that peer waits forever, and so does the job. Ending the
+ * process hands the failure to the launcher, which ends the job, as
+ * MPI_ERRORS_ARE_FATAL asks.
+ *
+ * Only endpoints the program still uses are concerned: UCP handles a failure
+ * of an endpoint the program has closed itself (MPI_Finalize closes every
+ * endpoint before the processes leave) without calling the handler. The
+ * endpoints keep their error handling mode (UCP_ERR_HANDLING_MODE_NONE):
+ * their lanes stay as UCP chose them. A program that installs its own
+ * handler is left alone. */
+#include "gdrpipe.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+typedef ucs_status_t (*gdrpipe_ep_create_fn_t)(ucp_worker_h worker,
+                                               const ucp_ep_params_t *params,
+                                               ucp_ep_h *ep_p);
+static gdrpipe_ep_create_fn_t gdrpipe_ep_create_real;
+
+/* GDRPIPE_EP_ERR_*, set when a wire memory domain opens (gdrpipe in use) */
+static int gdrpipe_ep_err_action = GDRPIPE_EP_ERR_NONE;
+/* endpoints given the handler (the plugin's statistics) */
+static uint64_t gdrpipe_ep_err_installed;
+
+const char *gdrpipe_ep_err_names[] = {
+    [GDRPIPE_EP_ERR_EXIT] = "exit",
+    [GDRPIPE_EP_ERR_NONE] = "none",
+    [GDRPIPE_EP_ERR_LAST] = NULL
+};
+
+void gdrpipe_ep_err_configure(int action)
+{
+    gdrpipe_ep_err_action = action;
+}
+
+uint64_t gdrpipe_ep_err_count(void)
+{
+    return __atomic_load_n(&gdrpipe_ep_err_installed, __ATOMIC_RELAXED);
+}
+
+static void gdrpipe_ep_err_unhandled(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    ucs_error("gdrpipe: endpoint %p failed: %s; the program installed no error handler "
+              "for it, so this process ends (exit status 1) rather than wait for that "
+              "peer forever (UCX_GDRPIPE_UNHANDLED_EP_ERROR=exit; 'none' leaves it to "
+              "UCX)", ep, ucs_status_string(status));
+    fflush(NULL);
+    /* no exit handlers: the process may be inside UCX or Open MPI with their
+     * locks held; what it shares (memfds, CUDA imports) ends with it */
+    _exit(1);
+}
+
+ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
+                           ucp_ep_h *ep_p)
+{
+    ucp_ep_params_t with_handler;
+
+    if ((gdrpipe_ep_err_action != GDRPIPE_EP_ERR_EXIT) || (params == NULL) ||
+        (params->field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLER)) {
+        return gdrpipe_ep_create_real(worker, params, ep_p);
+    }
+    with_handler                 = *params;
+    with_handler.field_mask     |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    with_handler.err_handler.cb  = gdrpipe_ep_err_unhandled;
+    with_handler.err_handler.arg = NULL;
+    __atomic_fetch_add(&gdrpipe_ep_err_installed, 1, __ATOMIC_RELAXED);
+    return gdrpipe_ep_create_real(worker, &with_handler, ep_p);
+}
+
+static void UCS_F_CTOR gdrpipe_ep_err_init(void)
+{
+    gdrpipe_ep_create_real = (gdrpipe_ep_create_fn_t)dlsym(RTLD_NEXT, "ucp_ep_create");
+    if (gdrpipe_ep_create_real == NULL) {
+        ucs_fatal("gdrpipe: ucp_ep_create not found after the plugin: %s", dlerror());
+    }
+}
