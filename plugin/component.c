@@ -50,26 +50,31 @@ ucs_config_field_t gdrpipe_md_config_table[] = {
      ucs_offsetof(gdrpipe_md_config_t, device_rndv_burst), UCS_CONFIG_TYPE_BOOL},
 
     {"UNHANDLED_EP_ERROR", "exit",
-     "What a failed connection does to a UCP endpoint that was created without an\n"
-     "error handler (Open MPI 4.1 creates all of its endpoints so):\n"
+     "What a failed TCP connection does to a UCP endpoint that was created with a\n"
+     "peer's address and without an error handler (Open MPI 4.1 creates all of its\n"
+     "endpoints so):\n"
      " exit - the process logs the error and ends with status 1, so that the launcher\n"
      "        ends the job (MPI_ERRORS_ARE_FATAL). Without it a rank waiting for a\n"
      "        peer whose link went down waits forever: UCP fails only the sends\n"
-     "        pending on the endpoint.\n"
+     "        pending on the endpoint. A peer that closed its connection or ended\n"
+     "        (UCX reports it the same way) does not end the process.\n"
      " none - left to UCX (a \"diag\" message; the endpoint's sends fail).\n"
-     "Endpoints the program has closed are never concerned. Needs the plugin\n"
-     "preloaded (gdrpipe-run does).",
+     "Endpoints the program has closed, client/server endpoints and endpoints with\n"
+     "their own handler are never concerned. Needs the plugin preloaded (gdrpipe-run).",
      ucs_offsetof(gdrpipe_md_config_t, unhandled_ep_error),
      UCS_CONFIG_TYPE_ENUM(gdrpipe_ep_err_names)},
 
     {"TCP_TIMEOUT", "30s",
-     "A bound on a silent peer for the TCP sockets of UCX's tcp transport (and its tcp\n"
-     "connection manager): the kernel fails a connection whose peer has acknowledged\n"
-     "nothing for this long (TCP_USER_TIMEOUT; otherwise net.ipv4.tcp_retries2, about\n"
-     "15 minutes), and accepted sockets, where UCX 1.13 enables no keepalive, probe an\n"
-     "idle peer from a third of it on. A peer that is alive answers, whatever its\n"
-     "program does. The endpoint's error then reaches UCP (see UNHANDLED_EP_ERROR).\n"
-     "inf: UCX's sockets as UCX makes them. Needs the plugin preloaded (gdrpipe-run).",
+     "A bound on a silent peer for the TCP connections of UCX's tcp transport (and its\n"
+     "tcp connection manager): a connection whose peer acknowledges nothing while data\n"
+     "waits fails this long after the kernel's first retransmission (TCP_USER_TIMEOUT,\n"
+     "set only while retransmitting; otherwise net.ipv4.tcp_retries2, about 15\n"
+     "minutes), and accepted sockets, where UCX 1.13 enables no keepalive, probe an\n"
+     "idle peer from a third of it on. A peer that is alive but does not read (its\n"
+     "window full) answers the kernel's probes and is never failed. A thread watches\n"
+     "the sockets a few times per bound. The endpoint's error then reaches UCP (see\n"
+     "UNHANDLED_EP_ERROR). inf: UCX's sockets as UCX makes them. Needs the plugin\n"
+     "preloaded (gdrpipe-run).",
      ucs_offsetof(gdrpipe_md_config_t, tcp_timeout), UCS_CONFIG_TYPE_TIME},
 
     {NULL}

@@ -111,7 +111,8 @@ uint64_t gdrpipe_ep_err_count(void); /* endpoints given the handler */
 
 /* tcp_bound.c: the bound on UCX's TCP sockets (UCX_GDRPIPE_TCP_TIMEOUT) */
 void gdrpipe_tcp_bound_configure(double timeout_s);
-uint64_t gdrpipe_tcp_bound_count(void); /* sockets given it */
+uint64_t gdrpipe_tcp_bound_count(void); /* sockets watched */
+int gdrpipe_tcp_bound_failed(void);     /* whether a watched connection failed */
 
 /* memhooks.c: bumped at every allocation and free the hooks see */
 extern uint64_t gdrpipe_memhooks_generation;

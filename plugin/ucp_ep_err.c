@@ -1,6 +1,7 @@
 /* Endpoint failures nobody handles: UCP's ucp_ep_create, preloaded like the
- * tag calls (ucp_send.c), gives an endpoint created without an error
- * handler one that ends the process (UCX_GDRPIPE_UNHANDLED_EP_ERROR=exit).
+ * tag calls (ucp_send.c), gives an endpoint created with a peer's address
+ * and without an error handler one that ends the process when one of UCX's
+ * TCP connections failed (UCX_GDRPIPE_UNHANDLED_EP_ERROR=exit).
  *
  * Why: Open MPI 4.1's pml ucx creates its endpoints with the peer's address
  * alone. When a connection fails (a link down between hosts: UCX's tcp
@@ -11,12 +12,20 @@
  * process hands the failure to the launcher, which ends the job, as
  * MPI_ERRORS_ARE_FATAL asks.
  *
- * Only endpoints the program still uses are concerned: UCP handles a failure
- * of an endpoint the program has closed itself (MPI_Finalize closes every
- * endpoint before the processes leave) without calling the handler. The
- * endpoints keep their error handling mode (UCP_ERR_HANDLING_MODE_NONE):
- * their lanes stay as UCP chose them. A program that installs its own
- * handler is left alone. */
+ * Only a connection that failed ends the process, not a peer that left:
+ * UCX 1.13's tcp reports a peer that closed its connection (a job spawned by
+ * MPI_Comm_spawn that finished, a peer that died) with the same status as a
+ * connection the kernel gave up on, so the handler asks tcp_bound.c whether
+ * one of UCX's TCP sockets failed (the kernel's keepalive or retransmission
+ * limits: a link down, a host gone); otherwise it logs at "diag" level, as
+ * UCP does, and returns (a peer that died is the launcher's to see).
+ * Endpoints the program has closed itself are not concerned: UCP handles
+ * their failure without the handler (MPI_Finalize closes every endpoint
+ * before the processes leave). Endpoints made from a listener's connection
+ * request or to a socket address (client/server programs, whose peers
+ * disconnect as they please) and programs that install their own handler
+ * are left alone. The endpoints keep their error handling mode
+ * (UCP_ERR_HANDLING_MODE_NONE): their lanes stay as UCP chose them. */
 #include "gdrpipe.h"
 
 #include <dlfcn.h>
@@ -50,11 +59,16 @@ uint64_t gdrpipe_ep_err_count(void)
 
 static void gdrpipe_ep_err_unhandled(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
-    ucs_error("gdrpipe: endpoint %p failed: %s; the program installed no error handler "
-              "for it, so this process ends (exit status 1) rather than wait for that "
-              "peer forever (UCX_GDRPIPE_UNHANDLED_EP_ERROR=exit; 'none' leaves it to "
-              "UCX)", ep, ucs_status_string(status));
-    fflush(NULL);
+    if (!gdrpipe_tcp_bound_failed()) {
+        ucs_diag("gdrpipe: endpoint %p: error '%s' (no TCP connection failed: a peer that "
+                 "closed its connection or ended) not handled", ep,
+                 ucs_status_string(status));
+        return;
+    }
+    ucs_error("gdrpipe: endpoint %p failed: %s (a TCP connection failed); the program "
+              "installed no error handler for it, so this process ends (exit status 1) "
+              "rather than wait for that peer forever (UCX_GDRPIPE_UNHANDLED_EP_ERROR=exit; "
+              "'none' leaves it to UCX)", ep, ucs_status_string(status));
     /* no exit handlers: the process may be inside UCX or Open MPI with their
      * locks held; what it shares (memfds, CUDA imports) ends with it */
     _exit(1);
@@ -66,7 +80,11 @@ ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
     ucp_ep_params_t with_handler;
 
     if ((gdrpipe_ep_err_action != GDRPIPE_EP_ERR_EXIT) || (params == NULL) ||
-        (params->field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLER)) {
+        ((params->field_mask & (UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                                UCP_EP_PARAM_FIELD_REMOTE_ADDRESS)) !=
+         UCP_EP_PARAM_FIELD_REMOTE_ADDRESS) ||
+        (params->field_mask & (UCP_EP_PARAM_FIELD_CONN_REQUEST |
+                               UCP_EP_PARAM_FIELD_SOCK_ADDR))) {
         return gdrpipe_ep_create_real(worker, params, ep_p);
     }
     with_handler                 = *params;

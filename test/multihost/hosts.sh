@@ -19,6 +19,9 @@
 # clusters have; a test can then take one host's data link down
 # (ip -n <ns> link set data0 down) while the launcher still reaches it.
 #
+# GP_HOSTS_PREFIX_FILE names a file this script writes the namespaces'
+# prefix into (host i is namespace <prefix>i) once the hosts exist.
+#
 # Everything is removed on exit, also when COMMAND fails or this script is
 # killed (TERM, INT, HUP): the processes left in the namespaces, the
 # namespaces, their /etc/netns entries. Needs root and iproute2; exit status
@@ -87,4 +90,5 @@ for i in $(seq 1 "$n"); do
     printf 'h%s\n' "$i" > "/etc/netns/$ns/hostname"
 done
 
+[ -z "${GP_HOSTS_PREFIX_FILE:-}" ] || echo "$pfx" > "$GP_HOSTS_PREFIX_FILE"
 ip netns exec "${pfx}1" unshare --uts -- sh -c 'hostname h1 && exec "$@"' hosts.sh "$@"

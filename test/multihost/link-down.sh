@@ -22,19 +22,18 @@ fi
 min=$(( ${MIN_MB:-16} * 1048576 ))
 log=$(mktemp)
 cut=$(mktemp)
-trap 'rm -f "$log" "$cut" "$cut.t"' EXIT
 
-# the hosts' namespaces are named gp<pid of hosts.sh>h<i>: the one that
-# appears after the job starts
-before=$(ip netns list 2>/dev/null | awk '{print $1}')
-RUN_MPI_HOSTS=2 RUN_MPI_NP=2 RUN_MPI_DATA_NET=1 sh "$run_mpi" "$@" > "$log" 2>&1 &
+# the hosts' namespaces: hosts.sh writes their prefix (host i is <prefix>i)
+pfx_file=$(mktemp)
+trap 'rm -f "$log" "$cut" "$cut.t" "$pfx_file"' EXIT
+GP_HOSTS_PREFIX_FILE=$pfx_file RUN_MPI_HOSTS=2 RUN_MPI_NP=2 RUN_MPI_DATA_NET=1 \
+    sh "$run_mpi" "$@" > "$log" 2>&1 &
 job=$!
 
 ns=""
 while kill -0 "$job" 2>/dev/null; do
     if [ -z "$ns" ]; then
-        ns=$(ip netns list 2>/dev/null | awk '{print $1}' | grep -x 'gp[0-9]*h2' |
-             grep -vxF "${before:-none}" | head -1)
+        [ ! -s "$pfx_file" ] || ns="$(cat "$pfx_file")2"
     else
         rx=$(ip netns exec "$ns" cat /sys/class/net/data0/statistics/rx_bytes 2>/dev/null)
         if [ "${rx:-0}" -ge "$min" ]; then
@@ -48,6 +47,7 @@ done
 wait "$job"
 rc=$?
 end=$(date +%s)
+[ "$rc" -ne 77 ] || { cat "$log"; exit 77; }   # hosts.sh: no namespaces here
 cat "$log"
 cat "$cut"
 if [ ! -s "$cut" ]; then
