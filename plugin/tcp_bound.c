@@ -269,9 +269,24 @@ static void gdrpipe_tcp_watch(int fd)
     errno = saved_errno;
 }
 
+static void *gdrpipe_tcp_next(const char *name)
+{
+    void *fn = dlsym(RTLD_NEXT, name);
+
+    if (fn == NULL) {
+        ucs_fatal("gdrpipe: %s not found after the plugin: %s", name, dlerror());
+    }
+    return fn;
+}
+
 int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
-    const int new_fd = gdrpipe_accept_real(fd, addr, len);
+    int new_fd;
+
+    if (gdrpipe_accept_real == NULL) { /* called before the constructor ran */
+        gdrpipe_accept_real = (gdrpipe_accept_fn_t)gdrpipe_tcp_next("accept");
+    }
+    new_fd = gdrpipe_accept_real(fd, addr, len);
 
     if ((new_fd >= 0) && gdrpipe_tcp_from_ucx(__builtin_return_address(0))) {
         gdrpipe_tcp_watch(new_fd);
@@ -281,20 +296,13 @@ int accept(int fd, struct sockaddr *addr, socklen_t *len)
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
+    if (gdrpipe_connect_real == NULL) { /* called before the constructor ran */
+        gdrpipe_connect_real = (gdrpipe_connect_fn_t)gdrpipe_tcp_next("connect");
+    }
     if (gdrpipe_tcp_from_ucx(__builtin_return_address(0))) {
         gdrpipe_tcp_watch(fd);
     }
     return gdrpipe_connect_real(fd, addr, len);
-}
-
-static void *gdrpipe_tcp_next(const char *name)
-{
-    void *fn = dlsym(RTLD_NEXT, name);
-
-    if (fn == NULL) {
-        ucs_fatal("gdrpipe: %s not found after the plugin: %s", name, dlerror());
-    }
-    return fn;
 }
 
 static void UCS_F_CTOR gdrpipe_tcp_bound_init(void)

@@ -57,6 +57,8 @@ uint64_t gdrpipe_ep_err_count(void)
     return __atomic_load_n(&gdrpipe_ep_err_installed, __ATOMIC_RELAXED);
 }
 
+static void gdrpipe_ep_err_resolve(void);
+
 static void gdrpipe_ep_err_unhandled(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     if (!gdrpipe_tcp_bound_failed()) {
@@ -79,6 +81,9 @@ ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
 {
     ucp_ep_params_t with_handler;
 
+    if (gdrpipe_ep_create_real == NULL) { /* called before the constructor ran */
+        gdrpipe_ep_err_resolve();
+    }
     if ((gdrpipe_ep_err_action != GDRPIPE_EP_ERR_EXIT) || (params == NULL) ||
         ((params->field_mask & (UCP_EP_PARAM_FIELD_ERR_HANDLER |
                                 UCP_EP_PARAM_FIELD_REMOTE_ADDRESS)) !=
@@ -95,10 +100,15 @@ ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
     return gdrpipe_ep_create_real(worker, &with_handler, ep_p);
 }
 
-static void UCS_F_CTOR gdrpipe_ep_err_init(void)
+static void gdrpipe_ep_err_resolve(void)
 {
     gdrpipe_ep_create_real = (gdrpipe_ep_create_fn_t)dlsym(RTLD_NEXT, "ucp_ep_create");
     if (gdrpipe_ep_create_real == NULL) {
         ucs_fatal("gdrpipe: ucp_ep_create not found after the plugin: %s", dlerror());
     }
+}
+
+static void UCS_F_CTOR gdrpipe_ep_err_init(void)
+{
+    gdrpipe_ep_err_resolve();
 }
