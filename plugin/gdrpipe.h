@@ -98,6 +98,10 @@ extern uct_component_t gdrpipe_component;
         } \
     } while (0)
 
+/* preload.c: the definition a preloaded wrapper stands in front of (fatal
+ * when there is none) */
+void *gdrpipe_preload_next(const char *name);
+
 /* ucp_ep_err.c: what a failure of an endpoint created without an error
  * handler does (UCX_GDRPIPE_UNHANDLED_EP_ERROR) */
 typedef enum {

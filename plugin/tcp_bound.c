@@ -63,9 +63,8 @@ static int gdrpipe_tcp_monitor_started;
 static unsigned gdrpipe_tcp_timeout_ms;
 /* where libucs is loaded (its sockets' calls come from there) */
 static const void *gdrpipe_tcp_libucs_base;
-/* sockets watched, connections the bound failed (statistics) */
+/* sockets watched (statistics) */
 static uint64_t gdrpipe_tcp_bounded;
-static uint64_t gdrpipe_tcp_failed;
 
 void gdrpipe_tcp_bound_configure(double timeout_s)
 {
@@ -102,12 +101,15 @@ static void gdrpipe_tcp_set(int fd, int level, int name, int value, const char *
     }
 }
 
-/* whether watched entry w still names the socket it was made for */
-static int gdrpipe_tcp_same(const gdrpipe_tcp_watched_t *w)
+/* TCP_INFO of watched entry w, if it still names the socket it was made
+ * for (0: it does not, or the socket cannot tell) */
+static int gdrpipe_tcp_info(const gdrpipe_tcp_watched_t *w, struct tcp_info *ti)
 {
+    socklen_t len = sizeof(*ti);
     struct stat st;
 
-    return (fstat(w->fd, &st) == 0) && S_ISSOCK(st.st_mode) && (st.st_ino == w->ino);
+    return (fstat(w->fd, &st) == 0) && S_ISSOCK(st.st_mode) && (st.st_ino == w->ino) &&
+           (getsockopt(w->fd, IPPROTO_TCP, TCP_INFO, ti, &len) == 0);
 }
 
 /* One sample of one watched socket (under the lock); 0: drop it */
@@ -115,10 +117,8 @@ static int gdrpipe_tcp_sample(gdrpipe_tcp_watched_t *w, uint64_t now)
 {
     const unsigned ms = gdrpipe_tcp_timeout_ms;
     struct tcp_info ti;
-    socklen_t len = sizeof(ti);
 
-    if (!gdrpipe_tcp_same(w) ||
-        (getsockopt(w->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)) {
+    if (!gdrpipe_tcp_info(w, &ti)) {
         return 0;
     }
     if (ti.tcpi_state == TCP_CLOSE) {
@@ -180,22 +180,15 @@ static void *gdrpipe_tcp_monitor(void *arg)
 int gdrpipe_tcp_bound_failed(void)
 {
     struct tcp_info ti;
-    socklen_t len;
     unsigned i;
     int failed = 0;
 
     pthread_mutex_lock(&gdrpipe_tcp_lock);
     for (i = 0; (i < gdrpipe_tcp_nwatched) && !failed; ++i) {
-        len    = sizeof(ti);
-        failed = gdrpipe_tcp_same(&gdrpipe_tcp_watched[i]) &&
-                 (getsockopt(gdrpipe_tcp_watched[i].fd, IPPROTO_TCP, TCP_INFO, &ti,
-                             &len) == 0) &&
+        failed = gdrpipe_tcp_info(&gdrpipe_tcp_watched[i], &ti) &&
                  (ti.tcpi_state == TCP_CLOSE);
     }
     pthread_mutex_unlock(&gdrpipe_tcp_lock);
-    if (failed) {
-        __atomic_fetch_add(&gdrpipe_tcp_failed, 1, __ATOMIC_RELAXED);
-    }
     return failed;
 }
 
@@ -269,22 +262,12 @@ static void gdrpipe_tcp_watch(int fd)
     errno = saved_errno;
 }
 
-static void *gdrpipe_tcp_next(const char *name)
-{
-    void *fn = dlsym(RTLD_NEXT, name);
-
-    if (fn == NULL) {
-        ucs_fatal("gdrpipe: %s not found after the plugin: %s", name, dlerror());
-    }
-    return fn;
-}
-
 int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
     int new_fd;
 
     if (gdrpipe_accept_real == NULL) { /* called before the constructor ran */
-        gdrpipe_accept_real = (gdrpipe_accept_fn_t)gdrpipe_tcp_next("accept");
+        gdrpipe_accept_real = (gdrpipe_accept_fn_t)gdrpipe_preload_next("accept");
     }
     new_fd = gdrpipe_accept_real(fd, addr, len);
 
@@ -297,7 +280,7 @@ int accept(int fd, struct sockaddr *addr, socklen_t *len)
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
     if (gdrpipe_connect_real == NULL) { /* called before the constructor ran */
-        gdrpipe_connect_real = (gdrpipe_connect_fn_t)gdrpipe_tcp_next("connect");
+        gdrpipe_connect_real = (gdrpipe_connect_fn_t)gdrpipe_preload_next("connect");
     }
     if (gdrpipe_tcp_from_ucx(__builtin_return_address(0))) {
         gdrpipe_tcp_watch(fd);
@@ -307,7 +290,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 static void UCS_F_CTOR gdrpipe_tcp_bound_init(void)
 {
-    gdrpipe_accept_real  = (gdrpipe_accept_fn_t)gdrpipe_tcp_next("accept");
-    gdrpipe_connect_real = (gdrpipe_connect_fn_t)gdrpipe_tcp_next("connect");
+    gdrpipe_accept_real  = (gdrpipe_accept_fn_t)gdrpipe_preload_next("accept");
+    gdrpipe_connect_real = (gdrpipe_connect_fn_t)gdrpipe_preload_next("connect");
     pthread_atfork(NULL, NULL, gdrpipe_tcp_child_after_fork);
 }

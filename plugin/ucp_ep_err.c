@@ -28,7 +28,6 @@
  * (UCP_ERR_HANDLING_MODE_NONE): their lanes stay as UCP chose them. */
 #include "gdrpipe.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 typedef ucs_status_t (*gdrpipe_ep_create_fn_t)(ucp_worker_h worker,
@@ -102,10 +101,7 @@ ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
 
 static void gdrpipe_ep_err_resolve(void)
 {
-    gdrpipe_ep_create_real = (gdrpipe_ep_create_fn_t)dlsym(RTLD_NEXT, "ucp_ep_create");
-    if (gdrpipe_ep_create_real == NULL) {
-        ucs_fatal("gdrpipe: ucp_ep_create not found after the plugin: %s", dlerror());
-    }
+    gdrpipe_ep_create_real = (gdrpipe_ep_create_fn_t)gdrpipe_preload_next("ucp_ep_create");
 }
 
 static void UCS_F_CTOR gdrpipe_ep_err_init(void)

@@ -3,20 +3,9 @@
  * sends that follow it before any progress (an exchange: osu_bibw, a halo)
  * go by rendezvous with the rest of the window (UCX_GDRPIPE_DEVICE_RNDV_BURST).
  * Each wrapper notes the buffer and goes on to libucp's function, found with
- * dlsym(RTLD_NEXT) at load; nothing else changes. */
+ * gdrpipe_preload_next at load; nothing else changes. */
 #include "gdrpipe.h"
 
-#include <dlfcn.h>
-
-static void *gdrpipe_recv_next(const char *name)
-{
-    void *fn = dlsym(RTLD_NEXT, name);
-
-    if (fn == NULL) {
-        ucs_fatal("gdrpipe: %s not found after the plugin: %s", name, dlerror());
-    }
-    return fn;
-}
 
 /* One wrapper per receive call: _name is UCP's function; RET, PARAMS and
  * ARGS spell the signature; _param the request parameters (or NULL). */
@@ -53,10 +42,10 @@ GDRPIPE_RECV_WRAP(ucs_status_ptr_t, ucp_tag_msg_recv_nbx,
 
 static void UCS_F_CTOR gdrpipe_recv_init(void)
 {
-    ucp_tag_recv_nbx_real     = (ucp_tag_recv_nbx_fn_t)gdrpipe_recv_next("ucp_tag_recv_nbx");
-    ucp_tag_recv_nb_real      = (ucp_tag_recv_nb_fn_t)gdrpipe_recv_next("ucp_tag_recv_nb");
-    ucp_tag_recv_nbr_real     = (ucp_tag_recv_nbr_fn_t)gdrpipe_recv_next("ucp_tag_recv_nbr");
-    ucp_tag_msg_recv_nb_real  = (ucp_tag_msg_recv_nb_fn_t)gdrpipe_recv_next("ucp_tag_msg_recv_nb");
+    ucp_tag_recv_nbx_real     = (ucp_tag_recv_nbx_fn_t)gdrpipe_preload_next("ucp_tag_recv_nbx");
+    ucp_tag_recv_nb_real      = (ucp_tag_recv_nb_fn_t)gdrpipe_preload_next("ucp_tag_recv_nb");
+    ucp_tag_recv_nbr_real     = (ucp_tag_recv_nbr_fn_t)gdrpipe_preload_next("ucp_tag_recv_nbr");
+    ucp_tag_msg_recv_nb_real  = (ucp_tag_msg_recv_nb_fn_t)gdrpipe_preload_next("ucp_tag_msg_recv_nb");
     ucp_tag_msg_recv_nbx_real = (ucp_tag_msg_recv_nbx_fn_t)
-            gdrpipe_recv_next("ucp_tag_msg_recv_nbx");
+            gdrpipe_preload_next("ucp_tag_msg_recv_nbx");
 }

@@ -27,7 +27,6 @@
 #include <ucp/core/ucp_context.h>
 #include <ucs/memory/memtype_cache.h>
 #include <uct/base/uct_md.h>
-#include <dlfcn.h>
 
 #define GDRPIPE_SEND_OFF SIZE_MAX
 
@@ -75,16 +74,6 @@ uint64_t gdrpipe_send_device_count(void)
 uint64_t gdrpipe_send_burst_count(void)
 {
     return __atomic_load_n(&gdrpipe_send_burst_sends, __ATOMIC_RELAXED);
-}
-
-static void *gdrpipe_send_next(const char *name)
-{
-    void *fn = dlsym(RTLD_NEXT, name);
-
-    if (fn == NULL) {
-        ucs_fatal("gdrpipe: %s not found after the plugin: %s", name, dlerror());
-    }
-    return fn;
 }
 
 /* The last answer of this thread, kept until the hooks see an allocation
@@ -295,11 +284,11 @@ GDRPIPE_SEND_WRAP(ucs_status_t, ucp_tag_send_nbr,
  * plugin: the plugin depends on it) */
 static void UCS_F_CTOR gdrpipe_send_init(void)
 {
-    ucp_tag_send_nbx_real      = (ucp_tag_send_nbx_fn_t)gdrpipe_send_next("ucp_tag_send_nbx");
+    ucp_tag_send_nbx_real      = (ucp_tag_send_nbx_fn_t)gdrpipe_preload_next("ucp_tag_send_nbx");
     ucp_tag_send_sync_nbx_real = (ucp_tag_send_sync_nbx_fn_t)
-            gdrpipe_send_next("ucp_tag_send_sync_nbx");
-    ucp_tag_send_nb_real       = (ucp_tag_send_nb_fn_t)gdrpipe_send_next("ucp_tag_send_nb");
+            gdrpipe_preload_next("ucp_tag_send_sync_nbx");
+    ucp_tag_send_nb_real       = (ucp_tag_send_nb_fn_t)gdrpipe_preload_next("ucp_tag_send_nb");
     ucp_tag_send_sync_nb_real  = (ucp_tag_send_sync_nb_fn_t)
-            gdrpipe_send_next("ucp_tag_send_sync_nb");
-    ucp_tag_send_nbr_real      = (ucp_tag_send_nbr_fn_t)gdrpipe_send_next("ucp_tag_send_nbr");
+            gdrpipe_preload_next("ucp_tag_send_sync_nb");
+    ucp_tag_send_nbr_real      = (ucp_tag_send_nbr_fn_t)gdrpipe_preload_next("ucp_tag_send_nbr");
 }
