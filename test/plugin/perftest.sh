@@ -9,11 +9,11 @@ port=$((20000 + $$ % 20000))
 fail=0
 run() {   # run "args"
     port=$((port + 1))
-    timeout 60 ucx_perftest $1 -p $port >/tmp/gp-perf-srv.$$ 2>&1 &
+    timeout 240 ucx_perftest $1 -p $port >/tmp/gp-perf-srv.$$ 2>&1 &
     local srv=$!
     wait_listening $port $srv
     local out
-    out=$(timeout 60 ucx_perftest 127.0.0.1 $1 -p $port 2>&1)
+    out=$(timeout 240 ucx_perftest 127.0.0.1 $1 -p $port 2>&1)
     local rc=$?
     wait $srv
     local src=$?
