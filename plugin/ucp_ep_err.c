@@ -28,6 +28,8 @@
  * (UCP_ERR_HANDLING_MODE_NONE): their lanes stay as UCP chose them. */
 #include "gdrpipe.h"
 
+#include <stddef.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef ucs_status_t (*gdrpipe_ep_create_fn_t)(ucp_worker_h worker,
@@ -75,6 +77,43 @@ static void gdrpipe_ep_err_unhandled(void *arg, ucp_ep_h ep, ucs_status_t status
     _exit(1);
 }
 
+/* The end of a field of ucp_ep_params_t */
+#define GDRPIPE_EP_PARAM_END(_f) \
+    (offsetof(ucp_ep_params_t, _f) + sizeof(((ucp_ep_params_t*)NULL)->_f))
+
+/* How many bytes of the caller's parameters to read: up to the last field
+ * its field_mask names (the copy sets err_handler itself).
+ * A program built against an older UCX has a shorter struct (UCP reads only
+ * the fields the mask names); a mask with bits this UCX does not know comes
+ * from newer headers, whose struct is at least as long as ours. */
+static size_t gdrpipe_ep_params_used(uint64_t mask)
+{
+    static const struct {
+        uint64_t bit;
+        size_t   end;
+    } fields[] = {
+        {UCP_EP_PARAM_FIELD_REMOTE_ADDRESS, GDRPIPE_EP_PARAM_END(address)},
+        {UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE, GDRPIPE_EP_PARAM_END(err_mode)},
+        {UCP_EP_PARAM_FIELD_ERR_HANDLER, GDRPIPE_EP_PARAM_END(err_handler)},
+        {UCP_EP_PARAM_FIELD_USER_DATA, GDRPIPE_EP_PARAM_END(user_data)},
+        {UCP_EP_PARAM_FIELD_SOCK_ADDR, GDRPIPE_EP_PARAM_END(sockaddr)},
+        {UCP_EP_PARAM_FIELD_FLAGS, GDRPIPE_EP_PARAM_END(flags)},
+        {UCP_EP_PARAM_FIELD_CONN_REQUEST, GDRPIPE_EP_PARAM_END(conn_request)},
+        {UCP_EP_PARAM_FIELD_NAME, GDRPIPE_EP_PARAM_END(name)},
+        {UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR, GDRPIPE_EP_PARAM_END(local_sockaddr)},
+    };
+    size_t used = GDRPIPE_EP_PARAM_END(field_mask);
+    uint64_t known = 0;
+
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); ++i) {
+        known |= fields[i].bit;
+        if ((mask & fields[i].bit) && (fields[i].end > used)) {
+            used = fields[i].end;
+        }
+    }
+    return (mask & ~known) ? sizeof(ucp_ep_params_t) : used;
+}
+
 ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
                            ucp_ep_h *ep_p)
 {
@@ -91,7 +130,9 @@ ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
                                UCP_EP_PARAM_FIELD_SOCK_ADDR))) {
         return gdrpipe_ep_create_real(worker, params, ep_p);
     }
-    with_handler                 = *params;
+    /* the fields the caller set, the rest zero: never past its struct */
+    memset(&with_handler, 0, sizeof(with_handler));
+    memcpy(&with_handler, params, gdrpipe_ep_params_used(params->field_mask));
     with_handler.field_mask     |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
     with_handler.err_handler.cb  = gdrpipe_ep_err_unhandled;
     with_handler.err_handler.arg = NULL;
