@@ -1,0 +1,241 @@
+/* One-sided communication and device memory (the interposer, preloaded by
+ * gdrpipe-run).
+ *
+ * Open MPI 4.1's one-sided components (osc rdma, pt2pt and sm; gdrpipe-run
+ * turns osc ucx off, which needs UCX's own CUDA support) read and write a
+ * window, and the origin and result buffers of an operation, with the CPU:
+ * with device memory the process dies in Open MPI's code (SIGSEGV). One-sided
+ * communication is not staged through host memory, so device memory there is
+ * refused before Open MPI touches it, with a message naming the cause,
+ * through the window's error handler (the communicator's for a window being
+ * created): with the default MPI_ERRORS_ARE_FATAL the job ends with that
+ * message; with MPI_ERRORS_RETURN the call returns MPI_ERR_BASE (a window) or
+ * MPI_ERR_BUFFER (an operation's buffer) and nothing was done.
+ *
+ * MPI_Win_create is collective: the ranks agree on the refusal (one
+ * allreduce of two integers per window), so that a window whose memory is
+ * device memory on one rank fails on all of them instead of leaving the
+ * others waiting in Open MPI. Where handlers are fatal, one rank's ends the
+ * job and the others wait for it (Open MPI 4.1.4's mpirun can fault in its
+ * PMIx log handler when several ranks abort at once); the operations, which
+ * are local, cannot agree so: there each rank with a device buffer aborts.
+ * Windows Open MPI allocates (MPI_Win_allocate, _shared) are host memory and
+ * pass; so does managed memory, which the CPU can reach. */
+#include "gpo_dev.h"
+
+#include <mpi.h>
+
+#include <limits.h>
+#include <stdio.h>
+
+/* what the calls refuse, said once per process and call (ptr NULL: another
+ * rank's memory) */
+static void say(int *said, const char *call, const char *what, const void *ptr)
+{
+    char at[32] = "";
+    if (__atomic_exchange_n(said, 1, __ATOMIC_RELAXED)) {
+        return;
+    }
+    if (ptr != NULL) {
+        snprintf(at, sizeof(at), " %p", ptr);
+    }
+    fprintf(stderr,
+            "gdrpipe (Open MPI): %s: %s%s is device memory; this Open MPI's one-sided "
+            "components access it with the CPU, and gdrpipe does not stage one-sided "
+            "communication: use host memory (e.g. MPI_Win_allocate) for windows and "
+            "for the buffers of one-sided operations\n",
+            call, what, at);
+}
+
+/* an operation's buffer holding count elements that is device memory */
+static int device_buf(const void *buf, int count)
+{
+    return (count > 0) && gpo_is_device(buf);
+}
+
+static int refuse_op(MPI_Win win)
+{
+    PMPI_Win_call_errhandler(win, MPI_ERR_BUFFER);
+    return MPI_ERR_BUFFER;
+}
+
+/* whether comm's error handler is MPI_ERRORS_ARE_FATAL */
+static int fatal_handler(MPI_Comm comm)
+{
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    if (PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS) {
+        return 0;
+    }
+    const int fatal = (eh == MPI_ERRORS_ARE_FATAL);
+    PMPI_Errhandler_free(&eh);
+    return fatal;
+}
+
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                   MPI_Win *win)
+{
+    static int said;
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    /* [0]: some rank's memory is device memory; [1]: INT_MAX less the
+     * lowest rank whose handler is fatal (-1: none) */
+    int mine[2] = {(size > 0) && gpo_is_device(base), fatal_handler(comm) ? INT_MAX - rank : -1};
+    int all[2];
+    if (mine[0]) {
+        say(&said, "MPI_Win_create", "the window's memory at", base);
+    }
+    int rc = PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!all[0]) {
+        return PMPI_Win_create(base, size, disp_unit, info, comm, win);
+    }
+    if (!mine[0]) {
+        /* this rank may be the one whose error handler ends the job */
+        say(&said, "MPI_Win_create", "on another rank of the communicator, the window's memory",
+            NULL);
+    }
+    if ((all[1] >= 0) && (all[1] != mine[1])) {
+        /* one rank's fatal handler ends the job: Open MPI 4.1's mpirun can
+         * fault when several ranks abort at once, so the others wait for it */
+        PMPI_Barrier(comm);
+    }
+    *win = MPI_WIN_NULL;
+    PMPI_Comm_call_errhandler(comm, MPI_ERR_BASE);
+    return MPI_ERR_BASE;
+}
+
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+{
+    static int said;
+    if ((size > 0) && gpo_is_device(base)) {
+        say(&said, "MPI_Win_attach", "the memory at", base);
+        PMPI_Win_call_errhandler(win, MPI_ERR_BASE);
+        return MPI_ERR_BASE;
+    }
+    return PMPI_Win_attach(win, base, size);
+}
+
+int MPI_Put(const void *origin, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
+            int tcount, MPI_Datatype ttype, MPI_Win win)
+{
+    static int said;
+    if (device_buf(origin, ocount)) {
+        say(&said, "MPI_Put", "the origin buffer", origin);
+        return refuse_op(win);
+    }
+    return PMPI_Put(origin, ocount, otype, target, tdisp, tcount, ttype, win);
+}
+
+int MPI_Get(void *origin, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
+            int tcount, MPI_Datatype ttype, MPI_Win win)
+{
+    static int said;
+    if (device_buf(origin, ocount)) {
+        say(&said, "MPI_Get", "the origin buffer", origin);
+        return refuse_op(win);
+    }
+    return PMPI_Get(origin, ocount, otype, target, tdisp, tcount, ttype, win);
+}
+
+int MPI_Accumulate(const void *origin, int ocount, MPI_Datatype otype, int target,
+                   MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Op op, MPI_Win win)
+{
+    static int said;
+    if (device_buf(origin, ocount)) {
+        say(&said, "MPI_Accumulate", "the origin buffer", origin);
+        return refuse_op(win);
+    }
+    return PMPI_Accumulate(origin, ocount, otype, target, tdisp, tcount, ttype, op, win);
+}
+
+int MPI_Get_accumulate(const void *origin, int ocount, MPI_Datatype otype, void *result,
+                       int rcount, MPI_Datatype rtype, int target, MPI_Aint tdisp, int tcount,
+                       MPI_Datatype ttype, MPI_Op op, MPI_Win win)
+{
+    static int said;
+    if (device_buf(origin, ocount) || device_buf(result, rcount)) {
+        say(&said, "MPI_Get_accumulate", "the origin or result buffer",
+            device_buf(origin, ocount) ? origin : result);
+        return refuse_op(win);
+    }
+    return PMPI_Get_accumulate(origin, ocount, otype, result, rcount, rtype, target, tdisp,
+                               tcount, ttype, op, win);
+}
+
+int MPI_Fetch_and_op(const void *origin, void *result, MPI_Datatype dt, int target,
+                     MPI_Aint tdisp, MPI_Op op, MPI_Win win)
+{
+    static int said;
+    if (device_buf(origin, 1) || device_buf(result, 1)) {
+        say(&said, "MPI_Fetch_and_op", "the origin or result buffer",
+            device_buf(origin, 1) ? origin : result);
+        return refuse_op(win);
+    }
+    return PMPI_Fetch_and_op(origin, result, dt, target, tdisp, op, win);
+}
+
+int MPI_Compare_and_swap(const void *origin, const void *compare, void *result,
+                         MPI_Datatype dt, int target, MPI_Aint tdisp, MPI_Win win)
+{
+    static int said;
+    if (device_buf(origin, 1) || device_buf(compare, 1) || device_buf(result, 1)) {
+        say(&said, "MPI_Compare_and_swap", "the origin, compare or result buffer",
+            device_buf(origin, 1) ? origin : device_buf(compare, 1) ? compare : result);
+        return refuse_op(win);
+    }
+    return PMPI_Compare_and_swap(origin, compare, result, dt, target, tdisp, win);
+}
+
+int MPI_Rput(const void *origin, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
+             int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req)
+{
+    static int said;
+    if (device_buf(origin, ocount)) {
+        say(&said, "MPI_Rput", "the origin buffer", origin);
+        *req = MPI_REQUEST_NULL;
+        return refuse_op(win);
+    }
+    return PMPI_Rput(origin, ocount, otype, target, tdisp, tcount, ttype, win, req);
+}
+
+int MPI_Rget(void *origin, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
+             int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req)
+{
+    static int said;
+    if (device_buf(origin, ocount)) {
+        say(&said, "MPI_Rget", "the origin buffer", origin);
+        *req = MPI_REQUEST_NULL;
+        return refuse_op(win);
+    }
+    return PMPI_Rget(origin, ocount, otype, target, tdisp, tcount, ttype, win, req);
+}
+
+int MPI_Raccumulate(const void *origin, int ocount, MPI_Datatype otype, int target,
+                    MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Op op, MPI_Win win,
+                    MPI_Request *req)
+{
+    static int said;
+    if (device_buf(origin, ocount)) {
+        say(&said, "MPI_Raccumulate", "the origin buffer", origin);
+        *req = MPI_REQUEST_NULL;
+        return refuse_op(win);
+    }
+    return PMPI_Raccumulate(origin, ocount, otype, target, tdisp, tcount, ttype, op, win, req);
+}
+
+int MPI_Rget_accumulate(const void *origin, int ocount, MPI_Datatype otype, void *result,
+                        int rcount, MPI_Datatype rtype, int target, MPI_Aint tdisp, int tcount,
+                        MPI_Datatype ttype, MPI_Op op, MPI_Win win, MPI_Request *req)
+{
+    static int said;
+    if (device_buf(origin, ocount) || device_buf(result, rcount)) {
+        say(&said, "MPI_Rget_accumulate", "the origin or result buffer",
+            device_buf(origin, ocount) ? origin : result);
+        *req = MPI_REQUEST_NULL;
+        return refuse_op(win);
+    }
+    return PMPI_Rget_accumulate(origin, ocount, otype, result, rcount, rtype, target, tdisp,
+                                tcount, ttype, op, win, req);
+}
