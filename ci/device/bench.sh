@@ -39,8 +39,9 @@
 #            (and mpi_tags with it off)
 #   coll     collectives and non-contiguous point-to-point on device buffers
 #            through gdrpipe-run (test/integration/coll_verify, 2 and 4
-#            ranks), the same with the component off (must crash), and with
-#            OSU_DIR osu_allreduce on device against host buffers
+#            ranks), the same with the component off (must crash), one-sided
+#            calls on device memory refused (test/integration/rma_device), and
+#            with OSU_DIR osu_allreduce on device against host buffers
 #   all      every section above (osu only with OSU_DIR)
 #
 # Environment:
@@ -368,6 +369,15 @@ if want coll; then
     else
         fails=$((fails - 1))
     fi
+    # one-sided calls on device memory: refused (MPI_ERR_BASE/_BUFFER), host
+    # windows working beside them; with the default handlers the job ends
+    # with the interposer's message (its exit status is not 0: the step's
+    # check is the message, and no fault)
+    RMA=$B/test/integration/rma_device
+    step rma-2ranks 120 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$RMA"
+    step rma-4ranks 120 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 4 "${NP[@]}" "$RMA"
+    step rma-fatal 120 env GDRPIPE_PLUGIN="$P" bash test/integration/expect-fail.sh \
+        "gdrpipe (Open MPI): MPI_Win_create: " "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$RMA" --fatal
     # MPI_Allreduce on device buffers against host buffers, OSU, same run
     if [ -n "${OSU_DIR:-}" ]; then
         x=$(find "$OSU_DIR" -name osu_allreduce -type f -perm -u+x 2>/dev/null | head -1)
