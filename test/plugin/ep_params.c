@@ -7,11 +7,10 @@
  * caller gives its own handler (left alone by the wrapper). Both endpoints
  * connect the process's worker to itself. Exit 0 when both were created and
  * closed, 1 otherwise. */
-#include <ucp/api/ucp.h>
+#include "ucpx.h"
 
 #include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -22,46 +21,31 @@ static void own_handler(void *arg, ucp_ep_h ep, ucs_status_t status)
     (void)status;
 }
 
-static int close_ep(ucp_worker_h worker, ucp_ep_h ep)
+/* close an endpoint (flush) and wait for it; 0, or 1 after saying why */
+static int close_ep(gp_ucp_t *u, ucp_ep_h ep)
 {
     ucp_request_param_t param = {.op_attr_mask = 0};
-    ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
-    if (UCS_PTR_IS_ERR(req)) {
-        fprintf(stderr, "ep_params: ucp_ep_close_nbx failed: %s\n",
-                ucs_status_string(UCS_PTR_STATUS(req)));
+    ucs_status_t st = gp_ucp_wait(u, ucp_ep_close_nbx(ep, &param), 0, NULL, 10.0);
+    if (st != UCS_OK) {
+        fprintf(stderr, "ep_params: closing an endpoint failed: %s\n", ucs_status_string(st));
         return 1;
-    }
-    if (req != NULL) {
-        while (ucp_request_check_status(req) == UCS_INPROGRESS) {
-            ucp_worker_progress(worker);
-        }
-        ucp_request_free(req);
     }
     return 0;
 }
 
 int main(void)
 {
-    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_TAG};
-    ucp_worker_params_t wparams = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-                                   .thread_mode = UCS_THREAD_MODE_SINGLE};
-    ucp_context_h ctx;
-    ucp_worker_h worker;
+    gp_ucp_t u;
     ucp_address_t *addr;
     size_t len;
     int rc = 1;
 
-    if (ucp_init(&params, NULL, &ctx) != UCS_OK) {
-        fprintf(stderr, "ep_params: ucp_init failed\n");
+    if (gp_ucp_open(&u) != 0) {
         return 1;
     }
-    if (ucp_worker_create(ctx, &wparams, &worker) != UCS_OK) {
-        fprintf(stderr, "ep_params: ucp_worker_create failed\n");
-        goto out_ctx;
-    }
-    if (ucp_worker_get_address(worker, &addr, &len) != UCS_OK) {
+    if (ucp_worker_get_address(u.worker, &addr, &len) != UCS_OK) {
         fprintf(stderr, "ep_params: ucp_worker_get_address failed\n");
-        goto out_worker;
+        goto out_ucp;
     }
 
     /* an older program's struct: field_mask and address, then nothing */
@@ -76,11 +60,11 @@ int main(void)
     short_params->field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     short_params->address = addr;
     ucp_ep_h ep;
-    if (ucp_ep_create(worker, short_params, &ep) != UCS_OK) {
+    if (ucp_ep_create(u.worker, short_params, &ep) != UCS_OK) {
         fprintf(stderr, "ep_params: ucp_ep_create of the short struct failed\n");
         goto out_unmap;
     }
-    if (close_ep(worker, ep) != 0) {
+    if (close_ep(&u, ep) != 0) {
         goto out_unmap;
     }
 
@@ -89,11 +73,11 @@ int main(void)
                                          UCP_EP_PARAM_FIELD_ERR_HANDLER,
                            .address = addr,
                            .err_handler = {.cb = own_handler, .arg = NULL}};
-    if (ucp_ep_create(worker, &own, &ep) != UCS_OK) {
+    if (ucp_ep_create(u.worker, &own, &ep) != UCS_OK) {
         fprintf(stderr, "ep_params: ucp_ep_create with the caller's handler failed\n");
         goto out_unmap;
     }
-    if (close_ep(worker, ep) != 0) {
+    if (close_ep(&u, ep) != 0) {
         goto out_unmap;
     }
     printf("ep_params: both endpoints created and closed\n");
@@ -101,10 +85,8 @@ int main(void)
 out_unmap:
     munmap(pages, 2 * page);
 out_addr:
-    ucp_worker_release_address(worker, addr);
-out_worker:
-    ucp_worker_destroy(worker);
-out_ctx:
-    ucp_cleanup(ctx);
+    ucp_worker_release_address(u.worker, addr);
+out_ucp:
+    gp_ucp_close(&u, 0);
     return rc;
 }
