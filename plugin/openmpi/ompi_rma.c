@@ -47,14 +47,30 @@ static void say(int *said, const char *call, const char *what, const void *ptr)
             call, what, at);
 }
 
-/* an operation's buffer holding count elements that is device memory */
-static int device_buf(const void *buf, int count)
+/* the first of an operation's buffers (a, b, c holding na, nb, nc
+ * elements; unused ones NULL, 0) that is device memory, NULL if none */
+static const void *device_buf(const void *a, int na, const void *b, int nb, const void *c,
+                              int nc)
 {
-    return (count > 0) && gpo_is_device(buf);
+    if ((na > 0) && gpo_is_device(a)) {
+        return a;
+    }
+    if ((nb > 0) && gpo_is_device(b)) {
+        return b;
+    }
+    return ((nc > 0) && gpo_is_device(c)) ? c : NULL;
 }
 
-static int refuse_op(MPI_Win win)
+/* refuses operation call of win whose buffer dev (what) is device memory:
+ * said once, through the window's handler; a request call's request is
+ * MPI_REQUEST_NULL */
+static int refuse_op(int *said, const char *call, const char *what, const void *dev, MPI_Win win,
+                     MPI_Request *req)
 {
+    say(said, call, what, dev);
+    if (req != NULL) {
+        *req = MPI_REQUEST_NULL;
+    }
     PMPI_Win_call_errhandler(win, MPI_ERR_BUFFER);
     return MPI_ERR_BUFFER;
 }
@@ -121,9 +137,9 @@ int MPI_Put(const void *origin, int ocount, MPI_Datatype otype, int target, MPI_
             int tcount, MPI_Datatype ttype, MPI_Win win)
 {
     static int said;
-    if (device_buf(origin, ocount)) {
-        say(&said, "MPI_Put", "the origin buffer", origin);
-        return refuse_op(win);
+    const void *dev = device_buf(origin, ocount, NULL, 0, NULL, 0);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Put", "the origin buffer", dev, win, NULL);
     }
     return PMPI_Put(origin, ocount, otype, target, tdisp, tcount, ttype, win);
 }
@@ -132,9 +148,9 @@ int MPI_Get(void *origin, int ocount, MPI_Datatype otype, int target, MPI_Aint t
             int tcount, MPI_Datatype ttype, MPI_Win win)
 {
     static int said;
-    if (device_buf(origin, ocount)) {
-        say(&said, "MPI_Get", "the origin buffer", origin);
-        return refuse_op(win);
+    const void *dev = device_buf(origin, ocount, NULL, 0, NULL, 0);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Get", "the origin buffer", dev, win, NULL);
     }
     return PMPI_Get(origin, ocount, otype, target, tdisp, tcount, ttype, win);
 }
@@ -143,9 +159,9 @@ int MPI_Accumulate(const void *origin, int ocount, MPI_Datatype otype, int targe
                    MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Op op, MPI_Win win)
 {
     static int said;
-    if (device_buf(origin, ocount)) {
-        say(&said, "MPI_Accumulate", "the origin buffer", origin);
-        return refuse_op(win);
+    const void *dev = device_buf(origin, ocount, NULL, 0, NULL, 0);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Accumulate", "the origin buffer", dev, win, NULL);
     }
     return PMPI_Accumulate(origin, ocount, otype, target, tdisp, tcount, ttype, op, win);
 }
@@ -155,10 +171,10 @@ int MPI_Get_accumulate(const void *origin, int ocount, MPI_Datatype otype, void 
                        MPI_Datatype ttype, MPI_Op op, MPI_Win win)
 {
     static int said;
-    if (device_buf(origin, ocount) || device_buf(result, rcount)) {
-        say(&said, "MPI_Get_accumulate", "the origin or result buffer",
-            device_buf(origin, ocount) ? origin : result);
-        return refuse_op(win);
+    const void *dev = device_buf(origin, ocount, result, rcount, NULL, 0);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Get_accumulate", "the origin or result buffer",
+                         dev, win, NULL);
     }
     return PMPI_Get_accumulate(origin, ocount, otype, result, rcount, rtype, target, tdisp,
                                tcount, ttype, op, win);
@@ -168,10 +184,9 @@ int MPI_Fetch_and_op(const void *origin, void *result, MPI_Datatype dt, int targ
                      MPI_Aint tdisp, MPI_Op op, MPI_Win win)
 {
     static int said;
-    if (device_buf(origin, 1) || device_buf(result, 1)) {
-        say(&said, "MPI_Fetch_and_op", "the origin or result buffer",
-            device_buf(origin, 1) ? origin : result);
-        return refuse_op(win);
+    const void *dev = device_buf(origin, 1, result, 1, NULL, 0);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Fetch_and_op", "the origin or result buffer", dev, win, NULL);
     }
     return PMPI_Fetch_and_op(origin, result, dt, target, tdisp, op, win);
 }
@@ -180,10 +195,10 @@ int MPI_Compare_and_swap(const void *origin, const void *compare, void *result,
                          MPI_Datatype dt, int target, MPI_Aint tdisp, MPI_Win win)
 {
     static int said;
-    if (device_buf(origin, 1) || device_buf(compare, 1) || device_buf(result, 1)) {
-        say(&said, "MPI_Compare_and_swap", "the origin, compare or result buffer",
-            device_buf(origin, 1) ? origin : device_buf(compare, 1) ? compare : result);
-        return refuse_op(win);
+    const void *dev = device_buf(origin, 1, compare, 1, result, 1);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Compare_and_swap",
+                         "the origin, compare or result buffer", dev, win, NULL);
     }
     return PMPI_Compare_and_swap(origin, compare, result, dt, target, tdisp, win);
 }
@@ -192,10 +207,9 @@ int MPI_Rput(const void *origin, int ocount, MPI_Datatype otype, int target, MPI
              int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req)
 {
     static int said;
-    if (device_buf(origin, ocount)) {
-        say(&said, "MPI_Rput", "the origin buffer", origin);
-        *req = MPI_REQUEST_NULL;
-        return refuse_op(win);
+    const void *dev = device_buf(origin, ocount, NULL, 0, NULL, 0);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Rput", "the origin buffer", dev, win, req);
     }
     return PMPI_Rput(origin, ocount, otype, target, tdisp, tcount, ttype, win, req);
 }
@@ -204,10 +218,9 @@ int MPI_Rget(void *origin, int ocount, MPI_Datatype otype, int target, MPI_Aint 
              int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req)
 {
     static int said;
-    if (device_buf(origin, ocount)) {
-        say(&said, "MPI_Rget", "the origin buffer", origin);
-        *req = MPI_REQUEST_NULL;
-        return refuse_op(win);
+    const void *dev = device_buf(origin, ocount, NULL, 0, NULL, 0);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Rget", "the origin buffer", dev, win, req);
     }
     return PMPI_Rget(origin, ocount, otype, target, tdisp, tcount, ttype, win, req);
 }
@@ -217,10 +230,9 @@ int MPI_Raccumulate(const void *origin, int ocount, MPI_Datatype otype, int targ
                     MPI_Request *req)
 {
     static int said;
-    if (device_buf(origin, ocount)) {
-        say(&said, "MPI_Raccumulate", "the origin buffer", origin);
-        *req = MPI_REQUEST_NULL;
-        return refuse_op(win);
+    const void *dev = device_buf(origin, ocount, NULL, 0, NULL, 0);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Raccumulate", "the origin buffer", dev, win, req);
     }
     return PMPI_Raccumulate(origin, ocount, otype, target, tdisp, tcount, ttype, op, win, req);
 }
@@ -230,11 +242,10 @@ int MPI_Rget_accumulate(const void *origin, int ocount, MPI_Datatype otype, void
                         MPI_Datatype ttype, MPI_Op op, MPI_Win win, MPI_Request *req)
 {
     static int said;
-    if (device_buf(origin, ocount) || device_buf(result, rcount)) {
-        say(&said, "MPI_Rget_accumulate", "the origin or result buffer",
-            device_buf(origin, ocount) ? origin : result);
-        *req = MPI_REQUEST_NULL;
-        return refuse_op(win);
+    const void *dev = device_buf(origin, ocount, result, rcount, NULL, 0);
+    if (dev != NULL) {
+        return refuse_op(&said, "MPI_Rget_accumulate", "the origin or result buffer",
+                         dev, win, req);
     }
     return PMPI_Rget_accumulate(origin, ocount, otype, result, rcount, rtype, target, tdisp,
                                 tcount, ttype, op, win, req);
