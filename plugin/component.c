@@ -102,27 +102,6 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "4-7 x lower with it (the receiver's copy still runs in the other process).",
      ucs_offsetof(gdrpipe_iface_config_t, eager_zcopy), UCS_CONFIG_TYPE_BOOL},
 
-    {"TAG_MATCHING", "n",
-     "Match tagged messages in the wire (UCT's tag-offload interface, served in\n"
-     "software). UCP then posts receive buffers, device memory included, to the\n"
-     "wire: a small device message that meets its posted receive is copied once,\n"
-     "by the receiver, straight from the sender's buffer. UCP uses it for\n"
-     "endpoints without peer-failure handling; receives into a wildcard source\n"
-     "stay with UCP. Off by default: on one H200 it made osu_bibw of 1 B - 8 KiB\n"
-     "device messages 2.5-4 x faster, but host messages slower (osu_latency H H\n"
-     "0.92 against 0.60 us, message rates 20 % lower; bench/RESULTS.md). n:\n"
-     "tagged messages are UCP active messages (device eager messages packed by\n"
-     "copies).",
-     ucs_offsetof(gdrpipe_iface_config_t, tag_matching), UCS_CONFIG_TYPE_BOOL},
-
-    {"TAG_RNDV_MAX", "0",
-     "With TAG_MATCHING, rendezvous messages up to this size also travel by\n"
-     "reference, matched in the wire and pulled by the receiver. 0: messages\n"
-     "above the eager size use UCP's software rendezvous (its request matched in\n"
-     "the wire; then UCX_RNDV_SCHEME, the sender's put with gdrpipe-run), which\n"
-     "measured faster for large device messages on one H200 (bench/RESULTS.md).",
-     ucs_offsetof(gdrpipe_iface_config_t, tag_rndv_max), UCS_CONFIG_TYPE_MEMUNITS},
-
     {"FIFO_SIZE", "256",
      "Number of elements in each interface's receive FIFO (rounded up to a\n"
      "power of two).",

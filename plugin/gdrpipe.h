@@ -51,8 +51,6 @@ typedef struct gdrpipe_iface_config {
     size_t             seg_size;
     unsigned           fifo_size;
     int                eager_zcopy;  /* offer AM zcopy (device eager messages) */
-    int                tag_matching; /* UCT tag offload served by the wire */
-    size_t             tag_rndv_max; /* rendezvous moved by reference up to this size */
     double             bw;           /* reported bandwidth, bytes/s */
     double             latency;      /* reported latency, seconds */
     double             copy_h2d_bw;  /* copy transport, host->device */

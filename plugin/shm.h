@@ -5,7 +5,6 @@
 #include "gdrpipe.h"
 
 #include <ucs/datastruct/mpool.h>
-#include "shm_tag.h"
 
 /* Active messages of the wire sent by zero copy: header and payload up to
  * the FIFO element's payload; at most this many iov entries and this long a
@@ -41,7 +40,6 @@ typedef struct gdrpipe_shm_iface {
     int               eager_zcopy;   /* AM zcopy offered (UCX_GDRPIPE_EAGER_ZCOPY) */
     int               stats;         /* UCX_GDRPIPE_STATS */
     gdrpipe_shm_eager_t eager;       /* device-memory AM zcopy in flight */
-    gdrpipe_shm_tag_t   tag;         /* tag matching (shm_tag.c) */
     unsigned          progressing;   /* inside iface progress (nesting depth) */
     int               round_open;    /* a round of the engine is open (gdrpipe_shm_xfer_start) */
 } gdrpipe_shm_iface_t;
@@ -106,10 +104,6 @@ ucs_status_t gdrpipe_shm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *hea
                                      size_t iovcnt, unsigned flags,
                                      uct_completion_t *comp);
 unsigned gdrpipe_shm_iface_dispatch_pending(gdrpipe_shm_iface_t *iface);
-/* hands one wire message to its consumer (UCT's handler, the data paths,
- * tag matching) */
-void gdrpipe_shm_iface_deliver(gdrpipe_shm_iface_t *iface, uint8_t am_id, void *data,
-                               uint32_t len);
 
 typedef enum {
     GDRPIPE_PIECE_HOST,         /* memcpy */
@@ -132,14 +126,6 @@ static UCS_F_ALWAYS_INLINE int gdrpipe_shm_iface_busy(const gdrpipe_shm_iface_t 
 {
     return (iface->eager.outstanding != 0) ||
            ((iface->xfer != NULL) && (gp_xfer_outstanding(iface->xfer) != 0));
-}
-
-/* Flushes also wait for tagged sends by reference, which complete when the
- * receiver acknowledges them. Fences do not: the receiver may match them
- * only after a later message. */
-static UCS_F_ALWAYS_INLINE int gdrpipe_shm_iface_flush_busy(const gdrpipe_shm_iface_t *iface)
-{
-    return gdrpipe_shm_iface_busy(iface) || (iface->tag.ops_outstanding != 0);
 }
 
 /* After a fence, nothing may overtake the GPU work issued before it: active

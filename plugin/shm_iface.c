@@ -77,8 +77,6 @@ static ucs_status_t gdrpipe_shm_iface_query(uct_iface_h tl_iface, uct_iface_attr
      * (two copies per 8 KiB fragment: 37 and 64 us one-way on the H200 pair,
      * 11 us by rendezvous). Dedicated: the threshold is the AM bcopy size
      * whatever the CPU and rank count. */
-    gdrpipe_shm_tag_query(iface, attr);
-
     attr->bandwidth.dedicated = iface->bw;
     attr->bandwidth.shared    = 0;
     attr->overhead            = 10e-9;
@@ -131,13 +129,12 @@ static int gdrpipe_shm_iface_is_reachable(const uct_iface_h tl_iface,
     return 1;
 }
 
-void gdrpipe_shm_iface_deliver(gdrpipe_shm_iface_t *iface, uint8_t am_id, void *data,
-                               uint32_t len)
+/* Hands one wire message to its consumer: the data paths' control messages
+ * to the engine, the others to UCT's active-message handlers. */
+static void gdrpipe_shm_iface_am_cb(void *arg, uint8_t am_id, void *data, uint32_t len)
 {
-    if (am_id == GDRPIPE_TAG_AM_ID) {
-        gdrpipe_shm_tag_receive(iface, data, len);
-        return;
-    }
+    gdrpipe_shm_iface_t *iface = arg;
+
     if (am_id == GP_CTRL_AM_ID) {
         if (iface->xfer != NULL) {
             iface->xfer_busy = 1;
@@ -152,18 +149,6 @@ void gdrpipe_shm_iface_deliver(gdrpipe_shm_iface_t *iface, uint8_t am_id, void *
         return;
     }
     uct_iface_invoke_am(&iface->super, am_id, data, len, 0);
-}
-
-static void gdrpipe_shm_iface_am_cb(void *arg, uint8_t am_id, void *data, uint32_t len)
-{
-    gdrpipe_shm_iface_t *iface = arg;
-
-    /* held while an unexpected tagged message is copied (shm_tag.c) */
-    if (ucs_unlikely(gdrpipe_shm_tag_holding(&iface->tag)) &&
-        gdrpipe_shm_tag_defer(iface, am_id, data, len)) {
-        return;
-    }
-    gdrpipe_shm_iface_deliver(iface, am_id, data, len);
 }
 
 static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
@@ -184,9 +169,6 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
         /* an idle engine (host-only traffic) is not called at all */
         count += gp_xfer_progress(iface->xfer);
         iface->xfer_busy = (gp_xfer_outstanding(iface->xfer) != 0);
-    }
-    if (ucs_unlikely(gdrpipe_shm_tag_busy(&iface->tag))) {
-        count += gdrpipe_shm_tag_progress(iface);
     }
     if (!ucs_queue_is_empty(&iface->flush_q)) {
         gdrpipe_shm_iface_complete_flushes(iface);
@@ -210,7 +192,7 @@ ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
     gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
     gdrpipe_shm_flush_t *f;
 
-    if (!gdrpipe_shm_iface_flush_busy(iface)) {
+    if (!gdrpipe_shm_iface_busy(iface)) {
         return UCS_OK;
     }
     if (comp != NULL) {
@@ -228,7 +210,7 @@ void gdrpipe_shm_iface_complete_flushes(gdrpipe_shm_iface_t *iface)
 {
     gdrpipe_shm_flush_t *f;
 
-    if (gdrpipe_shm_iface_flush_busy(iface)) {
+    if (gdrpipe_shm_iface_busy(iface)) {
         return;
     }
     while (!ucs_queue_is_empty(&iface->flush_q)) {
@@ -343,10 +325,6 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
             ucs_warn("gdrpipe: GPU data paths unavailable: %s", err);
         }
     }
-    status = gdrpipe_shm_tag_init(self, params, config->tag_matching, config->tag_rndv_max);
-    if (status != UCS_OK) {
-        goto err_xfer;
-    }
     if (!self->cma_ok) {
         ucs_diag("gdrpipe: cross-memory attach is not permitted here (ptrace "
                  "policy?): one-sided get/put of host memory is disabled");
@@ -355,11 +333,6 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
               config->fifo_size, self->max_payload, self->cma_ok);
     return UCS_OK;
 
-err_xfer:
-    if (self->xfer != NULL) {
-        gp_xfer_engine_destroy(self->xfer);
-    }
-    ucs_free(self->scratch);
 err_eager:
     gdrpipe_shm_eager_cleanup(self);
 err_close:
@@ -374,9 +347,6 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
     if (self->stats && self->eager_zcopy) {
         gdrpipe_shm_eager_log_stats(self);
     }
-    if (self->stats && self->tag.enabled) {
-        gdrpipe_shm_tag_log_stats(self);
-    }
     if (self->stats) {
         ucs_info("gdrpipe: device tag sends by rendezvous (DEVICE_RNDV_THRESH): %lu, "
                  "of them in a window of sends (DEVICE_RNDV_BURST): %lu; endpoints "
@@ -387,7 +357,6 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
                  (unsigned long)gdrpipe_ep_err_count(),
                  (unsigned long)gdrpipe_tcp_bound_count());
     }
-    gdrpipe_shm_tag_cleanup(self);
     gdrpipe_shm_eager_cleanup(self);
     if (self->xfer != NULL) {
         gp_xfer_engine_destroy(self->xfer);
@@ -409,14 +378,6 @@ static uct_iface_ops_t gdrpipe_shm_iface_ops = {
     .ep_am_short_iov          = gdrpipe_shm_ep_am_short_iov,
     .ep_am_bcopy              = gdrpipe_shm_ep_am_bcopy,
     .ep_am_zcopy              = gdrpipe_shm_ep_am_zcopy,
-    .ep_tag_eager_short       = gdrpipe_shm_ep_tag_eager_short,
-    .ep_tag_eager_bcopy       = gdrpipe_shm_ep_tag_eager_bcopy,
-    .ep_tag_eager_zcopy       = gdrpipe_shm_ep_tag_eager_zcopy,
-    .ep_tag_rndv_zcopy        = gdrpipe_shm_ep_tag_rndv_zcopy,
-    .ep_tag_rndv_cancel       = gdrpipe_shm_ep_tag_rndv_cancel,
-    .ep_tag_rndv_request      = gdrpipe_shm_ep_tag_rndv_request,
-    .iface_tag_recv_zcopy     = gdrpipe_shm_iface_tag_recv_zcopy,
-    .iface_tag_recv_cancel    = gdrpipe_shm_iface_tag_recv_cancel,
     .ep_pending_add           = gdrpipe_shm_ep_pending_add,
     .ep_pending_purge         = gdrpipe_shm_ep_pending_purge,
     .ep_flush                 = gdrpipe_shm_ep_flush,

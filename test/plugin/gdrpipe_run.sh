@@ -54,7 +54,7 @@ check "the plugin put before the caller's preload" "$plugin:/lib/other.so" "$(ge
 printf '#!/bin/sh\necho "$@"\n' > "$tmp/mpirun"
 chmod +x "$tmp/mpirun"
 out=$(GDRPIPE_PLUGIN="$plugin" sh "$run" "$tmp/mpirun" -np 2 ./app)
-check "mpirun arguments" "-x LD_PRELOAD -x UCX_TLS -x UCX_RNDV_SCHEME -x UCX_RNDV_SEND_NBR_THRESH -x UCX_TM_THRESH -x UCX_TM_MAX_BB_SIZE -x UCX_TM_FORCE_THRESH -np 2 ./app" "$out"
+check "mpirun arguments" "-x LD_PRELOAD -x UCX_TLS -x UCX_RNDV_SCHEME -x UCX_RNDV_SEND_NBR_THRESH -np 2 ./app" "$out"
 if err=$(GDRPIPE_PLUGIN="$tmp/missing.so" sh "$run" true 2>&1); then
     check "missing plugin refused" "exit 1" "exit 0"
 else
