@@ -92,16 +92,6 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "a peer with smaller elements is refused at connection time.",
      ucs_offsetof(gdrpipe_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"EAGER_ZCOPY", "n",
-     "Offer zero-copy active messages on the wire. UCP then hands eager messages\n"
-     "of device memory to the wire, which copies them device-to-host\n"
-     "asynchronously straight into the peer's FIFO element and publishes it when\n"
-     "the copy completed (many in flight at once). n: UCP packs them through\n"
-     "the cuda copy device, one synchronous copy per message. Off by default: with\n"
-     "two ranks on one H200, osu_bibw of 1 B - 8 KiB device messages measured\n"
-     "4-7 x lower with it (the receiver's copy still runs in the other process).",
-     ucs_offsetof(gdrpipe_iface_config_t, eager_zcopy), UCS_CONFIG_TYPE_BOOL},
-
     {"FIFO_SIZE", "256",
      "Number of elements in each interface's receive FIFO (rounded up to a\n"
      "power of two).",

@@ -50,7 +50,6 @@ typedef struct gdrpipe_iface_config {
     uct_iface_config_t super;
     size_t             seg_size;
     unsigned           fifo_size;
-    int                eager_zcopy;  /* offer AM zcopy (device eager messages) */
     double             bw;           /* reported bandwidth, bytes/s */
     double             latency;      /* reported latency, seconds */
     double             copy_h2d_bw;  /* copy transport, host->device */

@@ -4,26 +4,9 @@
 
 #include "gdrpipe.h"
 
-#include <ucs/datastruct/mpool.h>
 
-/* Active messages of the wire sent by zero copy: header and payload up to
- * the FIFO element's payload; at most this many iov entries and this long a
- * header. */
+/* Active messages of the wire: at most this many iov entries (am_short_iov). */
 #define GDRPIPE_SHM_AM_MAX_IOV 8
-#define GDRPIPE_SHM_AM_MAX_HDR 128
-
-/* Zero-copy active messages whose device-to-host copies into the peer's
- * FIFO element are in flight (shm_eager.c), in issue order. */
-typedef struct gdrpipe_shm_eager {
-    ucs_queue_head_t  queue;         /* gdrpipe_shm_eager_op_t */
-    ucs_mpool_t       op_mp;
-    size_t            outstanding;
-    uint64_t          dev_async;     /* counters: device payloads copied async */
-    uint64_t          dev_sync;      /* device payloads copied synchronously */
-    uint64_t          dev_bytes;
-    uint64_t          host;          /* messages with host memory only */
-    uint64_t          failed;
-} gdrpipe_shm_eager_t;
 
 typedef struct gdrpipe_shm_iface {
     uct_base_iface_t  super;
@@ -37,9 +20,7 @@ typedef struct gdrpipe_shm_iface {
     gp_xfer_engine_t  *xfer;         /* data paths (NULL if they failed to start) */
     int               xfer_busy;     /* the engine may have work: progress it */
     ucs_queue_head_t  flush_q;       /* flush completions waiting for transfers */
-    int               eager_zcopy;   /* AM zcopy offered (UCX_GDRPIPE_EAGER_ZCOPY) */
     int               stats;         /* UCX_GDRPIPE_STATS */
-    gdrpipe_shm_eager_t eager;       /* device-memory AM zcopy in flight */
     unsigned          progressing;   /* inside iface progress (nesting depth) */
     int               round_open;    /* a round of the engine is open (gdrpipe_shm_xfer_start) */
 } gdrpipe_shm_iface_t;
@@ -99,40 +80,19 @@ ucs_status_t gdrpipe_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
 ucs_status_t gdrpipe_shm_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t gdrpipe_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp);
-ucs_status_t gdrpipe_shm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
-                                     unsigned header_length, const uct_iov_t *iov,
-                                     size_t iovcnt, unsigned flags,
-                                     uct_completion_t *comp);
 unsigned gdrpipe_shm_iface_dispatch_pending(gdrpipe_shm_iface_t *iface);
 
-typedef enum {
-    GDRPIPE_PIECE_HOST,         /* memcpy */
-    GDRPIPE_PIECE_DEVICE_ASYNC, /* cuMemAlloc memory: async copy, published later */
-    GDRPIPE_PIECE_DEVICE_SYNC   /* pool, VMM, managed: the synchronous copy, ordered
-                                 * with the legacy stream like UCP's packing was */
-} gdrpipe_piece_kind_t;
-/* Where a piece of a message lives (*device: its ordinal, else -1). */
-gdrpipe_piece_kind_t gdrpipe_shm_piece_kind(const void *buffer, size_t length,
-                                            int *device);
-ucs_status_t gdrpipe_shm_eager_init(gdrpipe_shm_eager_t *eager);
-/* waits for every copy in flight, publishes the messages, frees everything */
-void gdrpipe_shm_eager_cleanup(gdrpipe_shm_iface_t *iface);
-unsigned gdrpipe_shm_eager_progress(gdrpipe_shm_iface_t *iface);
-void gdrpipe_shm_eager_log_stats(const gdrpipe_shm_iface_t *iface);
-
-/* Nonzero while GPU work issued by the wire (data-path transfers, zero-copy
- * active messages) has not completed: flushes and fences wait for it. */
+/* Nonzero while GPU work issued by the wire (data-path transfers) has not
+ * completed: flushes and fences wait for it. */
 static UCS_F_ALWAYS_INLINE int gdrpipe_shm_iface_busy(const gdrpipe_shm_iface_t *iface)
 {
-    return (iface->eager.outstanding != 0) ||
-           ((iface->xfer != NULL) && (gp_xfer_outstanding(iface->xfer) != 0));
+    return (iface->xfer != NULL) && (gp_xfer_outstanding(iface->xfer) != 0);
 }
 
 /* After a fence, nothing may overtake the GPU work issued before it: active
- * messages by copy are delivered at once, while data-path transfers and
- * zero-copy active messages complete later (protocol v2's "fenced write to
- * remote" sends its ATP right after put_zcopy + fence). Returns nonzero
- * while the ep must hold back. */
+ * messages by copy are delivered at once, while data-path transfers complete
+ * later (protocol v2's "fenced write to remote" sends its ATP right after
+ * put_zcopy + fence). Returns nonzero while the ep must hold back. */
 static UCS_F_ALWAYS_INLINE int gdrpipe_shm_ep_fence_blocks(gdrpipe_shm_ep_t *ep)
 {
     if (ucs_likely(!ep->fenced)) {

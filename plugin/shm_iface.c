@@ -45,21 +45,6 @@ static ucs_status_t gdrpipe_shm_iface_query(uct_iface_h tl_iface, uct_iface_attr
     attr->cap.am.align_mtu       = 1;
     attr->cap.am.max_hdr         = 0;
     attr->cap.am.max_iov         = GDRPIPE_SHM_AM_MAX_IOV;
-    /* Zero copy: UCP's zcopy threshold is then 1 for device memory (the MD
-     * registers it), so eager device messages come here instead of being
-     * packed by the copy device (shm_eager.c). Host memory keeps its short
-     * protocol up to the element size; UCP uses zcopy for host memory only
-     * where short is impossible (synchronous sends, UCP AM) from its auto
-     * threshold up, and the wire copies that at once, as bcopy would. The
-     * MD does not ask for memory handles, so UCP registers nothing for it.
-     * Without CUDA there is no device memory to send: not offered, so host
-     * synchronous sends keep bcopy (zero copy costs them the lookup that
-     * tells host from device memory, docs/data-paths.md). */
-    if (iface->eager_zcopy && gp_cuda_available()) {
-        attr->cap.flags        |= UCT_IFACE_FLAG_AM_ZCOPY;
-        attr->cap.am.max_zcopy  = iface->max_payload;
-        attr->cap.am.max_hdr    = ucs_min(GDRPIPE_SHM_AM_MAX_HDR, iface->max_payload);
-    }
 
     if (iface->cma_ok) {
         gdrpipe_iface_fill_rma_caps(attr, iface->max_payload, iface->max_payload, 0,
@@ -162,9 +147,6 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
     ++gdrpipe_progress_calls;
     count = gp_shm_progress(iface->core, gdrpipe_shm_iface_am_cb, iface,
                             GDRPIPE_SHM_PROGRESS_MAX);
-    if (!ucs_queue_is_empty(&iface->eager.queue)) {
-        count += gdrpipe_shm_eager_progress(iface);
-    }
     if (iface->xfer_busy) {
         /* an idle engine (host-only traffic) is not called at all */
         count += gp_xfer_progress(iface->xfer);
@@ -184,8 +166,7 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
 }
 
 /* Active messages by copy and CMA complete before they return; GPU transfers
- * of the data paths and zero-copy active messages of device memory complete
- * from progress, and flushes wait for them. */
+ * of the data paths complete from progress, and flushes wait for them. */
 ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                      uct_completion_t *comp)
 {
@@ -236,7 +217,6 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
                            const uct_iface_config_t *tl_config)
 {
     gdrpipe_iface_config_t *config = ucs_derived_of(tl_config, gdrpipe_iface_config_t);
-    ucs_status_t status;
     char err[256];
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdrpipe_shm_iface_ops,
@@ -279,7 +259,6 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     self->cma_ok      = gp_cma_available();
     self->bw          = config->bw;
     self->latency     = config->latency;
-    self->eager_zcopy = config->eager_zcopy;
     self->stats       = config->stats;
     ucs_list_head_init(&self->pending_eps);
     ucs_queue_head_init(&self->flush_q);
@@ -287,14 +266,10 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     self->xfer_busy   = 0;
     self->progressing = 0;
     self->round_open  = 0;
-    status     = gdrpipe_shm_eager_init(&self->eager);
-    if (status != UCS_OK) {
-        goto err_close;
-    }
-    self->scratch = ucs_malloc(self->max_payload, "gdrpipe scratch");
+    self->scratch     = ucs_malloc(self->max_payload, "gdrpipe scratch");
     if (self->scratch == NULL) {
-        status = UCS_ERR_NO_MEMORY;
-        goto err_eager;
+        gp_shm_iface_close(self->core);
+        return UCS_ERR_NO_MEMORY;
     }
     /* also without CUDA: this process serves its host memory to peers'
      * staged requests and stages its host buffers against their device
@@ -332,21 +307,12 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     ucs_debug("gdrpipe: shm iface %p: fifo %u, payload %u, cma %d", self,
               config->fifo_size, self->max_payload, self->cma_ok);
     return UCS_OK;
-
-err_eager:
-    gdrpipe_shm_eager_cleanup(self);
-err_close:
-    gp_shm_iface_close(self->core);
-    return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
 {
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-    if (self->stats && self->eager_zcopy) {
-        gdrpipe_shm_eager_log_stats(self);
-    }
     if (self->stats) {
         ucs_info("gdrpipe: device tag sends by rendezvous (DEVICE_RNDV_THRESH): %lu, "
                  "of them in a window of sends (DEVICE_RNDV_BURST): %lu; endpoints "
@@ -357,7 +323,6 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
                  (unsigned long)gdrpipe_ep_err_count(),
                  (unsigned long)gdrpipe_tcp_bound_count());
     }
-    gdrpipe_shm_eager_cleanup(self);
     if (self->xfer != NULL) {
         gp_xfer_engine_destroy(self->xfer);
     }
@@ -377,7 +342,6 @@ static uct_iface_ops_t gdrpipe_shm_iface_ops = {
     .ep_am_short              = gdrpipe_shm_ep_am_short,
     .ep_am_short_iov          = gdrpipe_shm_ep_am_short_iov,
     .ep_am_bcopy              = gdrpipe_shm_ep_am_bcopy,
-    .ep_am_zcopy              = gdrpipe_shm_ep_am_zcopy,
     .ep_pending_add           = gdrpipe_shm_ep_pending_add,
     .ep_pending_purge         = gdrpipe_shm_ep_pending_purge,
     .ep_flush                 = gdrpipe_shm_ep_flush,

@@ -49,11 +49,6 @@ unsigned gp_shm_peer_max_payload(gp_shm_peer_t *peer);
 void *gp_shm_reserve(gp_shm_peer_t *peer, uint64_t *index);
 void gp_shm_commit(gp_shm_peer_t *peer, uint64_t index, uint8_t am_id, uint32_t length);
 int gp_shm_has_space(const gp_shm_peer_t *peer);
-/* one more reference to a connected peer, released by gp_shm_disconnect */
-void gp_shm_peer_hold(gp_shm_iface_t *iface, gp_shm_peer_t *peer);
-/* pins the peer's FIFO mapping once for device-to-host copies into its
- * elements; 1 pinned, 0 not (copies still work, slower) */
-int gp_shm_peer_pin(gp_shm_iface_t *iface, gp_shm_peer_t *peer);
 /* consumer: delivers up to max messages; returns how many were consumed */
 unsigned gp_shm_progress(gp_shm_iface_t *iface, gp_shm_am_cb_t cb, void *arg,
                          unsigned max);
@@ -118,12 +113,6 @@ gp_cuda_op_t *gp_cuda_copy_async(void *dst, const void *src, size_t len, char *e
  * GP_CUDA_NOT_DEVICE or -1 (err filled) */
 int gp_cuda_copy_async_dev(void *dst, const void *src, size_t len, int device_side,
                            gp_cuda_op_t **op, char *err, size_t errlen);
-/* stream slot of the wire's device-memory active messages */
-#define GP_CUDA_SLOT_EAGER 5
-/* asynchronous copy on stream `slot` of `device` (the pointers are not
- * queried); NULL with err filled on failure */
-gp_cuda_op_t *gp_cuda_copy_async_on(void *dst, const void *src, size_t len, int device,
-                                    unsigned slot, char *err, size_t errlen);
 /* 1 done, 0 pending, <0 failed (err filled) */
 int gp_cuda_op_poll(gp_cuda_op_t *op, char *err, size_t errlen);
 void gp_cuda_op_release(gp_cuda_op_t *op);

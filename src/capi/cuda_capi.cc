@@ -14,8 +14,6 @@
 
 namespace cu = gdrpipe::cuda;
 
-static_assert(GP_CUDA_SLOT_EAGER < cu::DeviceManager::kStreamSlots);
-
 struct gp_cuda_op {
     cu::CopyToken token;
 };
@@ -158,25 +156,6 @@ int gp_cuda_copy_async_dev(void *dst, const void *src, size_t len, int device_si
     }
     *op_out = op;
     return 0;
-}
-
-gp_cuda_op_t *gp_cuda_copy_async_on(void *dst, const void *src, size_t len, int device,
-                                    unsigned slot, char *err, size_t errlen) {
-    auto *op = new (std::nothrow) gp_cuda_op();
-    if (op == nullptr) {
-        set_err(err, errlen, "out of memory");
-        return nullptr;
-    }
-    cu::CopyOptions opt;
-    opt.device = device;
-    opt.slot = slot;
-    cu::Status st = cu::copy_async(dst, src, len, &op->token, opt);
-    if (!st) {
-        set_err(err, errlen, st.message);
-        delete op;
-        return nullptr;
-    }
-    return op;
 }
 
 int gp_cuda_op_poll(gp_cuda_op_t *op, char *err, size_t errlen) {

@@ -84,14 +84,6 @@ int gp_shm_has_space(const gp_shm_peer_t *peer) {
     return const_cast<ShmPeer *>(core(peer))->fifo().has_space() ? 1 : 0;
 }
 
-void gp_shm_peer_hold(gp_shm_iface_t *iface, gp_shm_peer_t *peer) {
-    core(iface)->hold(core(peer));
-}
-
-int gp_shm_peer_pin(gp_shm_iface_t *iface, gp_shm_peer_t *peer) {
-    return core(iface)->pin(core(peer)) ? 1 : 0;
-}
-
 unsigned gp_shm_progress(gp_shm_iface_t *iface, gp_shm_am_cb_t cb, void *arg,
                          unsigned max) {
     auto &rx = core(iface)->rx();

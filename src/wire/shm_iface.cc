@@ -60,7 +60,6 @@ uint64_t process_start_time(pid_t pid) noexcept {
 }
 
 ShmPeer::~ShmPeer() {
-    pin_.unpin(); // before the pages go
     if (map_ != nullptr) ::munmap(map_, map_size_);
 }
 
@@ -214,20 +213,6 @@ void ShmIface::release(ShmPeer *peer) {
     if (--peer->refs_ > 0) return;
     peers_.erase(peer_key(peer->pid_, peer->seg_id_));
     delete peer;
-}
-
-void ShmIface::hold(ShmPeer *peer) {
-    std::lock_guard<std::mutex> g(lock_);
-    ++peer->refs_;
-}
-
-bool ShmIface::pin(ShmPeer *peer) {
-    std::lock_guard<std::mutex> g(lock_);
-    if (!peer->pin_tried_) {
-        peer->pin_tried_ = true;
-        peer->pin_.pin(peer->map_, peer->map_size_, "peer FIFO");
-    }
-    return peer->pin_.pinned();
 }
 
 size_t ShmIface::num_peers() const {

@@ -3,9 +3,6 @@
 # INFO) and checks the data paths its transfer engines used.
 #   expect-path.sh direct   CMD...  some direct transfers, no fallback to staged
 #   expect-path.sh fallback CMD...  some counted fallbacks (direct impossible)
-#   expect-path.sh eager-zcopy CMD...  some eager messages of device memory sent
-#                                   by the wire's zero-copy active messages,
-#                                   asynchronously, none failed
 #   expect-path.sh device-rndv CMD...  some device tag sends given the device
 #                                   rendezvous threshold (plugin/ucp_send.c)
 #   expect-path.sh no-device-rndv CMD...  none (host buffers only)
@@ -31,17 +28,6 @@ UCX_GDRPIPE_STATS=y UCX_LOG_LEVEL=info "$@" >"$log" 2>&1
 rc=$?
 cat "$log"
 [ $rc -eq 0 ] || { echo "expect-path: client failed ($rc)"; exit $rc; }
-if [ "$want" = eager-zcopy ]; then
-    # interface counter lines: "am_zcopy: device=N (B B) async=N sync=N host=N failed=N"
-    lines=$(grep -o 'am_zcopy: device=[0-9]* .*failed=[0-9]*' "$log")
-    [ -n "$lines" ] || { echo "expect-path: no am_zcopy counter lines"; exit 1; }
-    sum() { s=0; for n in $(printf '%s\n' "$lines" | sed "s/.* $1=\([0-9]*\).*/\1/"); do s=$((s + n)); done; echo $s; }
-    async=$(sum async)
-    failed=$(sum failed)
-    echo "expect-path: am_zcopy async=$async failed=$failed (want eager-zcopy)"
-    [ "$async" -gt 0 ] && [ "$failed" -eq 0 ]
-    exit
-fi
 case $want in
 device-rndv | no-device-rndv | device-rndv-burst | no-device-rndv-burst)
     # one line per interface: "device tag sends by rendezvous

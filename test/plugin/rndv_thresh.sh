@@ -6,8 +6,8 @@
 # 44 KB with 8 ranks, which sent 16 and 32 KiB device messages eagerly, at 3-6
 # times the rendezvous time on the H200 pair (bench/RESULTS.md).
 # With a third argument, the CUDA driver library to load (the simulator), the
-# same again with CUDA on, where the wire also offers zero-copy active
-# messages: the threshold must not move.
+# same again with CUDA on (the copy transport and its memory domain loaded):
+# the threshold must not move.
 set -u
 exe=$1 plugin=$2
 cudalib=${3:-}

@@ -43,9 +43,8 @@ class DeviceManager {
 public:
     // Number of stream slots per device (stream(ordinal, slot)).
     // 0: synchronous copies; 1: direct path; 2, 3: staged pipeline; 4: calibration
-    // (pipeline::CudaProber); 5: device-memory active messages of the wire
-    // (GP_CUDA_SLOT_EAGER)
-    static constexpr unsigned kStreamSlots = 6;
+    // (pipeline::CudaProber)
+    static constexpr unsigned kStreamSlots = 5;
 
     explicit DeviceManager(Driver &drv);
     ~DeviceManager(); // shutdown()

@@ -4,7 +4,6 @@
 // uses cross-memory attach (process_vm_readv/writev).
 #pragma once
 
-#include "gdrpipe/cuda/host_pin.hpp"
 #include "gdrpipe/wire/shm_fifo.hpp"
 
 #include <sys/types.h>
@@ -61,8 +60,6 @@ private:
     size_t map_size_ = 0;
     Fifo fifo_;
     unsigned refs_ = 0;
-    cuda::HostPin pin_;     // the mapping, for device-to-host copies into it
-    bool pin_tried_ = false;
 };
 
 class ShmIface {
@@ -86,15 +83,6 @@ public:
     // UCX_GDRPIPE_SEG_SIZE), with an error naming both sizes.
     ShmPeer *connect(const void *addr, size_t len, std::string *err);
     void release(ShmPeer *peer);
-    // One more reference to a connected peer (released with release()):
-    // kept by operations that write into its FIFO after their endpoint may
-    // be gone.
-    void hold(ShmPeer *peer);
-    // Pins the peer's mapping once (cuMemHostRegister) so that device-to-host
-    // copies into its elements run asynchronously at full speed; unpinned
-    // before it is unmapped. False when pinning is impossible (copies still
-    // work, the driver stages them).
-    bool pin(ShmPeer *peer);
     size_t num_peers() const;
 
 private:
