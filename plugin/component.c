@@ -164,14 +164,6 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
      "depth (see CHUNK_SIZE), else 4.",
      ucs_offsetof(gdrpipe_iface_config_t, depth), UCS_CONFIG_TYPE_ULUNITS},
 
-    {"SYNC_COPY_MAX", "0",
-     "Direct-path copies up to this size use the driver's synchronous copy\n"
-     "(cuMemcpy, then a wait for the legacy stream: cuMemcpy returns before a\n"
-     "device-to-device copy lands) and complete at once; larger ones are\n"
-     "asynchronous and overlap. 0 (default): always asynchronous, which measured\n"
-     "faster on the H200 pair (8 B peer copy 8.1 us against 13.0 us).",
-     ucs_offsetof(gdrpipe_iface_config_t, sync_copy_max), UCS_CONFIG_TYPE_MEMUNITS},
-
     {"STALL_TIMEOUT", "inf",
      "A staged transfer that moves nothing this long fails with an error on the\n"
      "side that waits (the requester's operation, or the owner's serving of it):\n"

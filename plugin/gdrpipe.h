@@ -62,7 +62,6 @@ typedef struct gdrpipe_iface_config {
     gdrpipe_calib_config_t calib;    /* CALIBRATE, CALIB_DIR, _BUDGET, _WAIT */
     size_t             calib_max_size;
     unsigned           calib_online; /* transfers per path checking the crossover */
-    size_t             sync_copy_max; /* synchronous direct copies up to this size */
     int                copy_kernel;  /* batched copy kernel for a round's copies */
     double             stall_timeout; /* staged transfers fail after this long idle */
     unsigned           cache_max_regions;

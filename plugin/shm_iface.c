@@ -291,7 +291,6 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
             .calib_wait_s      = config->calib.wait,
             .calib_max_size    = config->calib_max_size,
             .calib_online      = config->calib_online,
-            .sync_copy_max     = config->sync_copy_max,
             .no_copy_kernel    = !config->copy_kernel,
             .stall_timeout_s   = isinf(config->stall_timeout) ? 0 : config->stall_timeout
         };

@@ -200,8 +200,6 @@ typedef struct gp_xfer_config {
     size_t calib_max_size;    /* largest size measured; 0: 64 MiB */
     unsigned calib_online;    /* transfers per path that check the calibration
                                  through the peer (online_check.hpp); 0: off */
-    size_t sync_copy_max;     /* direct copies up to this size use the driver's
-                                 synchronous copy (0: never) */
     int no_copy_kernel;       /* 1: no batched copy kernel, every direct copy on the
                                  copy engine (gp_xfer_round_begin) */
     double stall_timeout_s;   /* a staged transfer that moves nothing this long, on

@@ -50,7 +50,6 @@ pl::XferConfig to_core(const gp_xfer_config_t *c) {
     x.calib_wait_s = c->calib_wait_s;
     x.calib_max_size = c->calib_max_size;
     x.calib_online = c->calib_online;
-    x.sync_copy_max = c->sync_copy_max;
     x.copy_kernel = c->no_copy_kernel == 0;
     x.stall_timeout_s = c->stall_timeout_s > 0 ? c->stall_timeout_s : 0;
     return x;

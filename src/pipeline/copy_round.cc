@@ -49,7 +49,6 @@ bool XferEngine::Impl::can_queue(const Xfer *x, int remote_dev) {
         return false;
     const int dev = x->mem.dev;
     if (dev < 0 || x->mem.segs.empty() || x->mem.segs.size() > GP_COPY_BATCH_MAX) return false;
-    if (x->len <= cfg.sync_copy_max) return false; // the synchronous copy of copy_direct
     for (const LocalSeg &s : x->mem.segs) {
         if (s.dev != dev) return false; // a kernel of `dev` reads and writes its own memory
     }

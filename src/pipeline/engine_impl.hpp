@@ -198,7 +198,6 @@ struct XferEngine::Impl {
     // rkey does not match what its handle maps.
     int try_direct(Xfer *x);
     // Issues the direct copies of `x` between its local memory and `ptr`.
-    // Small single-buffer device transfers complete before this returns.
     cuda::Status copy_direct(Xfer *x, char *ptr, int remote_dev);
     // copy_direct(); when it fails, waits for what it issued and drops the
     // import (the caller falls back to staged): false

@@ -233,20 +233,6 @@ bool XferEngine::Impl::issue_direct(Xfer *x, char *ptr, int remote_dev) {
 }
 
 cuda::Status XferEngine::Impl::copy_direct(Xfer *x, char *ptr, int remote_dev) {
-    // cfg.sync_copy_max (UCX_GDRPIPE_SYNC_COPY_MAX, default 0): small
-    // copies through the synchronous driver copy, which must then also
-    // wait for the legacy stream (cuMemcpy returns before a D2D copy
-    // lands); measured slower than an async copy plus event on the H200
-    // pair (gdrpipe_physref "single"), kept as an option
-    if (x->len <= cfg.sync_copy_max && x->mem.segs.size() == 1 &&
-        x->mem.segs[0].dev >= 0) {
-        const LocalSeg &s = x->mem.segs[0];
-        cuda::CopyOptions opt;
-        opt.device = s.dev;
-        opt.sync_api = true;
-        return x->is_get ? cuda::copy(s.p, ptr, x->len, opt)
-                         : cuda::copy(ptr, s.p, x->len, opt);
-    }
     return copy_local(x->mem, 0, x->len, ptr, remote_dev, !x->is_get, kSlotDirect, x->toks);
 }
 

@@ -32,7 +32,6 @@ struct XferConfig {
     double calib_wait_s = 0;
     size_t calib_max_size = 0;
     unsigned calib_online = 0;    // transfers per path checked through the peer; 0: off
-    size_t sync_copy_max = 0;     // direct copies up to this size are synchronous
     bool copy_kernel = true;      // a round's direct copies in one batched kernel launch
     double stall_timeout_s = 0;   // a staged transfer that moves nothing this long, on
                                   // either side, fails (-ETIMEDOUT); 0: never
