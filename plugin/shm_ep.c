@@ -1,6 +1,8 @@
 /* Endpoints of the intra-host wire: active messages through the peer's
- * shared-memory FIFO, one-sided host-memory get/put through CMA. */
-#include "shm.h"
+ * shared-memory FIFO, one-sided get/put (host memory through CMA, GPU
+ * memory through the data paths), queued requests (shm_ep.h). */
+#include "shm_ep.h"
+#include "shm_flush.h"
 
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
@@ -9,11 +11,40 @@
 #include <string.h>
 #include <unistd.h>
 
-#define GDRPIPE_SHM_MAX_IOV 16
-
 static UCS_F_ALWAYS_INLINE gdrpipe_shm_iface_t *gdrpipe_shm_ep_iface(uct_ep_h tl_ep)
 {
     return ucs_derived_of(tl_ep->iface, gdrpipe_shm_iface_t);
+}
+
+/* After a fence, nothing may overtake the GPU work issued before it: active
+ * messages by copy are delivered at once, while data-path transfers complete
+ * later (protocol v2's "fenced write to remote" sends its ATP right after
+ * put_zcopy + fence). Returns nonzero while the ep must hold back. */
+static UCS_F_ALWAYS_INLINE int gdrpipe_shm_ep_fence_blocks(gdrpipe_shm_ep_t *ep)
+{
+    if (ucs_likely(!ep->fenced)) {
+        return 0;
+    }
+    if (gdrpipe_shm_iface_busy(ucs_derived_of(ep->super.super.iface,
+                                              gdrpipe_shm_iface_t))) {
+        return 1;
+    }
+    ep->fenced = 0;
+    return 0;
+}
+
+/* An element of the peer's FIFO for one send, or NULL (UCS_ERR_NO_RESOURCE
+ * to UCP) when the endpoint's sends must wait: after a fence (above), or
+ * while requests it queued earlier wait (UCT's ordering: a send may not
+ * overtake them; only their dispatch sends), or when the FIFO is full. */
+static UCS_F_ALWAYS_INLINE void *gdrpipe_shm_ep_reserve(gdrpipe_shm_ep_t *ep,
+                                                        uint64_t *index)
+{
+    if ((ucs_unlikely(!ucs_queue_is_empty(&ep->pending_q)) && !ep->dispatching) ||
+        gdrpipe_shm_ep_fence_blocks(ep)) {
+        return NULL;
+    }
+    return gp_shm_reserve(ep->peer, index);
 }
 
 static UCS_CLASS_INIT_FUNC(gdrpipe_shm_ep_t, const uct_ep_params_t *params)
@@ -395,8 +426,7 @@ void gdrpipe_shm_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t c
     gdrpipe_shm_ep_pending_unlink(ep);
 }
 
-/* Runs queued requests of every endpoint whose peer FIFO has room again. */
-unsigned gdrpipe_shm_iface_dispatch_pending(gdrpipe_shm_iface_t *iface)
+unsigned gdrpipe_shm_ep_dispatch_pending(gdrpipe_shm_iface_t *iface)
 {
     gdrpipe_shm_ep_t *ep, *tmp;
     uct_pending_req_priv_queue_t *priv;

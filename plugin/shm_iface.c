@@ -1,5 +1,9 @@
-/* Interface of the intra-host wire: capabilities, addresses, progress. */
-#include "shm.h"
+/* Interface of the intra-host wire: capabilities, addresses, progress,
+ * opening and closing; and the transport's device list and interface
+ * opening for both of the component's devices. */
+#include "shm_iface.h"
+#include "shm_ep.h"
+#include "shm_flush.h"
 #include "copy.h"
 
 #include <ucs/debug/log.h>
@@ -9,8 +13,12 @@
 #include <string.h>
 #include <math.h>
 
-#define GDRPIPE_SHM_MAX_IOV 16
 #define GDRPIPE_SHM_PROGRESS_MAX 16
+
+/* the device address: the host, so that only processes of this one connect */
+typedef struct {
+    uint64_t host_id;
+} gdrpipe_shm_dev_addr_t;
 
 static uct_iface_ops_t gdrpipe_shm_iface_ops;
 
@@ -153,63 +161,16 @@ static unsigned gdrpipe_shm_iface_progress(uct_iface_h tl_iface)
         iface->xfer_busy = (gp_xfer_outstanding(iface->xfer) != 0);
     }
     if (!ucs_queue_is_empty(&iface->flush_q)) {
-        gdrpipe_shm_iface_complete_flushes(iface);
+        gdrpipe_shm_flush_progress(iface);
     }
     if (!ucs_list_is_empty(&iface->pending_eps)) {
-        count += gdrpipe_shm_iface_dispatch_pending(iface);
+        count += gdrpipe_shm_ep_dispatch_pending(iface);
     }
     if ((--iface->progressing == 0) && iface->round_open) {
         iface->round_open = 0;
         gp_xfer_round_end(iface->xfer);
     }
     return count;
-}
-
-/* Active messages by copy and CMA complete before they return; GPU transfers
- * of the data paths complete from progress, and flushes wait for them. */
-ucs_status_t gdrpipe_shm_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                     uct_completion_t *comp)
-{
-    gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
-    gdrpipe_shm_flush_t *f;
-
-    if (!gdrpipe_shm_iface_busy(iface)) {
-        return UCS_OK;
-    }
-    if (comp != NULL) {
-        f = ucs_malloc(sizeof(*f), "gdrpipe flush");
-        if (f == NULL) {
-            return UCS_ERR_NO_MEMORY;
-        }
-        f->comp = comp;
-        ucs_queue_push(&iface->flush_q, &f->queue);
-    }
-    return UCS_INPROGRESS;
-}
-
-void gdrpipe_shm_iface_complete_flushes(gdrpipe_shm_iface_t *iface)
-{
-    gdrpipe_shm_flush_t *f;
-
-    if (gdrpipe_shm_iface_busy(iface)) {
-        return;
-    }
-    while (!ucs_queue_is_empty(&iface->flush_q)) {
-        f = ucs_queue_pull_elem_non_empty(&iface->flush_q, gdrpipe_shm_flush_t, queue);
-        uct_invoke_completion(f->comp, UCS_OK);
-        ucs_free(f);
-    }
-}
-
-static void gdrpipe_shm_iface_complete_flushes_all(gdrpipe_shm_iface_t *iface)
-{
-    gdrpipe_shm_flush_t *f;
-
-    while (!ucs_queue_is_empty(&iface->flush_q)) {
-        f = ucs_queue_pull_elem_non_empty(&iface->flush_q, gdrpipe_shm_flush_t, queue);
-        uct_invoke_completion(f->comp, UCS_ERR_CANCELED);
-        ucs_free(f);
-    }
 }
 
 static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker,
@@ -325,7 +286,7 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
     if (self->xfer != NULL) {
         gp_xfer_engine_destroy(self->xfer);
     }
-    gdrpipe_shm_iface_complete_flushes_all(self);
+    gdrpipe_shm_flush_cancel(self);
     ucs_free(self->scratch);
     gp_shm_iface_close(self->core);
 }
