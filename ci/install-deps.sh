@@ -1,6 +1,7 @@
 #!/bin/bash
-# install-deps.sh -- Debian 12 packages gdrpipe builds and tests with, and the
-# source of the installed UCX (for its internal headers). Needs root.
+# install-deps.sh -- the Debian packages gdrpipe builds and tests with. Needs
+# root. (UCX's internals that the plugin uses are declared in plugin/ucx/:
+# no UCX source is needed.)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
@@ -11,8 +12,6 @@ apt-get install -y -q --no-install-recommends \
     catch2 \
     libibverbs-dev ibverbs-providers rdma-core \
     valgrind dpkg-dev procps iproute2 util-linux ca-certificates xz-utils
-here=$(cd "$(dirname "$0")" && pwd)
-bash "$here/fetch-ucx-source.sh" "$here/../subprojects/ucx-src"
 if [ ! -f /usr/local/cuda/include/cuda.h ]; then
     echo "install-deps: /usr/local/cuda/include/cuda.h is missing: install the CUDA" \
          "toolkit headers (gdrpipe compiles against cuda.h; libcuda is loaded at run time)" >&2

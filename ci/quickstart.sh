@@ -1,6 +1,6 @@
 #!/bin/bash
 # quickstart.sh -- on a fresh Debian 12 machine (as root): install the
-# dependencies and UCX's headers, build and install gdrpipe into ./_install,
+# dependencies, build and install gdrpipe into ./_install,
 # then run the main job: latency and bandwidth between 2 ranks through
 # gdrpipe, on GPU buffers when a GPU is present, host buffers otherwise.
 set -euo pipefail
@@ -9,7 +9,6 @@ if [ "$(id -u)" = 0 ]; then
     bash ci/install-deps.sh
 else
     echo "quickstart: not root, skipping apt-get (run ci/install-deps.sh as root first)"
-    [ -d subprojects/ucx-src ] || bash ci/fetch-ucx-source.sh subprojects/ucx-src
 fi
 prefix=$PWD/_install
 meson setup build-release --buildtype=release --prefix="$prefix" -Dtests=false \

@@ -3,12 +3,7 @@
 #include "gdrpipe.h"
 #include "rdma.h"
 
-#include <uct/api/uct.h>
-#include <ucp/api/ucp.h>
-#include <uct/api/version.h>
-#include <ucs/sys/string.h>
-#include <ucs/sys/sys.h>
-#include <ucs/debug/log.h>
+#include <stdio.h>
 #include <string.h>
 
 ucs_config_field_t gdrpipe_md_config_table[] = {
@@ -256,25 +251,19 @@ ucs_status_t gdrpipe_rkey_release(uct_component_t *component, uct_rkey_t rkey,
     return UCS_OK;
 }
 
-uct_component_t gdrpipe_component = {
+static const gdrpipe_ucx_component_desc_t gdrpipe_component_desc = {
+    .name               = GDRPIPE_NAME,
     .query_md_resources = gdrpipe_query_md_resources,
     .md_open            = gdrpipe_md_open,
-    .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
     .rkey_unpack        = gdrpipe_rkey_unpack,
-    .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
     .rkey_release       = gdrpipe_rkey_release,
-    .name               = GDRPIPE_NAME,
-    .md_config          = {
-        .name           = "gdrpipe memory domain",
-        .prefix         = GDRPIPE_CONFIG_PREFIX,
-        .table          = gdrpipe_md_config_table,
-        .size           = sizeof(gdrpipe_md_config_t),
-    },
-    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
-    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&gdrpipe_component),
-    .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+    .rkey_size          = sizeof(gp_rkey_t),
+    .md_config_name     = "gdrpipe memory domain",
+    .md_config_table    = gdrpipe_md_config_table,
+    .md_config_size     = sizeof(gdrpipe_md_config_t)
 };
+
+uct_component_t *gdrpipe_component;
 
 uct_tl_t gdrpipe_tl = {
     .name          = GDRPIPE_NAME,
@@ -291,29 +280,29 @@ uct_tl_t gdrpipe_tl = {
 static int gdrpipe_registered;
 
 /* Registers the component when the library is loaded (LD_PRELOAD or linked
- * into the application): UCX 1.13 only dlopen()s module names compiled into
- * it, so UCS_MODULE_INIT would never run for us. The plugin is compiled
- * against UCX's internal struct layouts: any other UCX version would be
- * corrupted, so it refuses to register. UCT 1.13 has no run-time version
- * query (uct_version() does not exist), so the version of the loaded libucp
- * -- always from the same UCX build -- is compared. */
+ * into the application): UCX before 1.22 only dlopen()s module names
+ * compiled into it, so UCS_MODULE_INIT would never run for us. The plugin is
+ * built for one UCX ABI (plugin/ucx/): under any other UCX it would corrupt
+ * memory, so it refuses to register, with one line, and touches nothing of
+ * UCX's internals. */
 UCS_STATIC_INIT
 {
-    unsigned major, minor, release;
+    char why[256];
 
-    ucp_get_version(&major, &minor, &release);
-    if ((major != UCT_VERNO_MAJOR) || (minor != UCT_VERNO_MINOR) ||
-        (release != UCT_VERNO_PATCH)) {
-        ucs_error("gdrpipe was built against UCX %d.%d.%d internals but the loaded "
-                  "UCX is %u.%u.%u: refusing to register (rebuild gdrpipe against "
-                  "the installed UCX)", UCT_VERNO_MAJOR, UCT_VERNO_MINOR,
-                  UCT_VERNO_PATCH, major, minor, release);
+    if (!gdrpipe_ucx_abi_usable(why, sizeof(why))) {
+        fprintf(stderr, "%s\n", why);
+        return;
+    }
+    gdrpipe_component = gdrpipe_ucx_component_create(&gdrpipe_component_desc,
+                                                     GDRPIPE_CONFIG_PREFIX);
+    if (gdrpipe_component == NULL) {
+        ucs_error("gdrpipe: cannot make its UCT component");
         return;
     }
     gdrpipe_log_init();
     gdrpipe_memhooks_init();
-    uct_tl_register(&gdrpipe_component, &gdrpipe_tl);
-    uct_component_register(&gdrpipe_component);
+    uct_tl_register(gdrpipe_component, &gdrpipe_tl);
+    uct_component_register(gdrpipe_component);
     gdrpipe_rdma_register();
     gdrpipe_registered = 1;
 }
@@ -322,7 +311,7 @@ UCS_STATIC_CLEANUP
 {
     if (gdrpipe_registered) {
         gdrpipe_rdma_unregister();
-        uct_component_unregister(&gdrpipe_component);
+        uct_component_unregister(gdrpipe_component);
         uct_tl_unregister(&gdrpipe_tl);
     }
 }

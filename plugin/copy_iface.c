@@ -13,19 +13,13 @@
  * does not return UCS_INPROGRESS. Other transfers go on unharmed. */
 #include "copy.h"
 
-#include <uct/api/v2/uct_v2.h>
-#include <uct/base/uct_iov.inl>
-#include <ucs/debug/log.h>
-#include <ucs/debug/memtrack_int.h>
-#include <ucs/sys/string.h>
-#include <ucs/arch/cpu.h>
-#include <ucs/type/class.h>
 #include <string.h>
 
 #define GDRPIPE_COPY_MAX_POLL 16
 
 static uct_iface_ops_t gdrpipe_copy_iface_ops;
-static uct_iface_internal_ops_t gdrpipe_copy_iface_internal_ops;
+static gdrpipe_ucx_iface_ops_t gdrpipe_copy_iface_internal_ops;
+static const gdrpipe_ucx_iface_funcs_t gdrpipe_copy_iface_funcs;
 
 static UCS_CLASS_INIT_FUNC(gdrpipe_copy_ep_t, const uct_ep_params_t *params)
 {
@@ -232,46 +226,30 @@ static ucs_status_t gdrpipe_copy_iface_query(uct_iface_h tl_iface, uct_iface_att
     return UCS_OK;
 }
 
-static ucs_status_t gdrpipe_copy_estimate_perf(uct_iface_h tl_iface,
-                                               uct_perf_attr_t *perf_attr)
+static void gdrpipe_copy_estimate_perf(uct_iface_h tl_iface, gdrpipe_ucx_perf_t *perf)
 {
     gdrpipe_copy_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_copy_iface_t);
     double bw                   = ucs_min(iface->h2d_bw, iface->d2h_bw);
 
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_OPERATION) {
-        switch (perf_attr->operation) {
-        case UCT_EP_OP_GET_SHORT:
-        case UCT_EP_OP_GET_ZCOPY:
-            bw = iface->d2h_bw;
-            break;
-        case UCT_EP_OP_PUT_SHORT:
-        case UCT_EP_OP_PUT_ZCOPY:
-            bw = iface->h2d_bw;
-            break;
-        default:
-            break;
-        }
+    switch (perf->op) {
+    case GDRPIPE_UCX_OP_GET_SHORT:
+    case GDRPIPE_UCX_OP_GET_ZCOPY:
+        bw = iface->d2h_bw;
+        break;
+    case GDRPIPE_UCX_OP_PUT_SHORT:
+    case GDRPIPE_UCX_OP_PUT_ZCOPY:
+        bw = iface->h2d_bw;
+        break;
+    default:
+        break;
     }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
-        perf_attr->bandwidth.dedicated = 0;
-        perf_attr->bandwidth.shared    = bw;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
-        perf_attr->send_pre_overhead = 2e-6;   /* launching a copy */
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD) {
-        perf_attr->send_post_overhead = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD) {
-        perf_attr->recv_overhead = 0;
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) {
-        perf_attr->latency = ucs_linear_func_make(iface->latency, 0);
-    }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
-        perf_attr->max_inflight_eps = SIZE_MAX;
-    }
-    return UCS_OK;
+    perf->bw_dedicated       = 0;
+    perf->bw_shared          = bw;
+    perf->send_pre_overhead  = 2e-6;   /* launching a copy */
+    perf->send_post_overhead = 0;
+    perf->recv_overhead      = 0;
+    perf->latency            = ucs_linear_func_make(iface->latency, 0);
+    perf->max_inflight_eps   = SIZE_MAX;
 }
 
 static ucs_status_t gdrpipe_copy_iface_get_address(uct_iface_h tl_iface,
@@ -296,13 +274,6 @@ static int gdrpipe_copy_iface_is_reachable(const uct_iface_h tl_iface,
     return id == iface->id;
 }
 
-static ucs_mpool_ops_t gdrpipe_copy_mpool_ops = {
-    .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free,
-    .obj_init      = NULL,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
 
 static UCS_CLASS_INIT_FUNC(gdrpipe_copy_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -311,17 +282,17 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_copy_iface_t, uct_md_h md, uct_worker_h worke
     gdrpipe_iface_config_t *config = ucs_derived_of(tl_config, gdrpipe_iface_config_t);
     ucs_status_t status;
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdrpipe_copy_iface_ops,
-                              &gdrpipe_copy_iface_internal_ops, md, worker, params,
-                              tl_config);
+    GDRPIPE_IFACE_SUPER_INIT(&gdrpipe_copy_iface_ops,
+                             gdrpipe_ucx_iface_ops(&gdrpipe_copy_iface_internal_ops,
+                                                   &gdrpipe_copy_iface_funcs),
+                             md, worker, params, tl_config);
     self->id      = ucs_generate_uuid((uintptr_t)self);
     self->h2d_bw  = config->copy_h2d_bw;
     self->d2h_bw  = config->copy_d2h_bw;
     self->latency = config->copy_latency;
     ucs_queue_head_init(&self->outstanding);
-    status = ucs_mpool_init(&self->op_mp, 0, sizeof(gdrpipe_copy_op_t), 0,
-                            UCS_SYS_CACHE_LINE_SIZE, 16, UINT_MAX,
-                            &gdrpipe_copy_mpool_ops, "gdrpipe_copy_ops");
+    status = gdrpipe_ucx_mpool_init(&self->op_mp, sizeof(gdrpipe_copy_op_t), 16,
+                                    "gdrpipe_copy_ops");
     if (status != UCS_OK) {
         return status;
     }
@@ -353,11 +324,8 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_copy_iface_t)
 
 GDRPIPE_IFACE_CLASS(gdrpipe_copy_iface_t, gdrpipe_copy_iface_open)
 
-static uct_iface_internal_ops_t gdrpipe_copy_iface_internal_ops = {
-    .iface_estimate_perf = gdrpipe_copy_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported
+static const gdrpipe_ucx_iface_funcs_t gdrpipe_copy_iface_funcs = {
+    .estimate_perf = gdrpipe_copy_estimate_perf
 };
 
 static uct_iface_ops_t gdrpipe_copy_iface_ops = {

@@ -11,12 +11,8 @@
 #include <gdrpipe/capi.h>
 #include <gdrpipe/rkey.h>
 
-#include <uct/base/uct_iface.h>
-#include <uct/base/uct_md.h>
-#include <ucp/api/ucp.h>
+#include "ucx/ucx.h"
 #include "calib_config.h"
-#include <ucs/datastruct/queue.h>
-#include <ucs/datastruct/list.h>
 
 #define GDRPIPE_NAME          "gdrpipe"
 #define GDRPIPE_MD_NAME       "gdrpipe"       /* inter-process wire MD */
@@ -75,7 +71,8 @@ typedef struct gdrpipe_memh {
     void      *reg;     /* the core's registration (exports stay cached) */
 } gdrpipe_memh_t;
 
-extern uct_component_t gdrpipe_component;
+/* the component, in UCX's layout (component.c makes it at load) */
+extern uct_component_t *gdrpipe_component;
 
 /* ucs_error about what a peer sent, logged by gp_log_peer_due per call site
  * (the first 10, then the 100th, 1000th, ... with their number) */
@@ -156,10 +153,34 @@ ucs_status_t gdrpipe_shm_iface_open(uct_md_h md, uct_worker_h worker,
  * any length (no alignment), short and bcopy up to the given sizes. */
 void gdrpipe_iface_fill_rma_caps(uct_iface_attr_t *attr, size_t put_short, size_t put_bcopy,
                                  size_t get_short, size_t get_bcopy, size_t max_iov);
-void gdrpipe_md_fill_attr(uct_md_attr_t *attr, size_t rkey_size, ucs_linear_func_t reg_cost);
+void gdrpipe_md_fill_attr(gdrpipe_ucx_md_attr_t *attr, size_t rkey_size,
+                          ucs_linear_func_t reg_cost);
 uint64_t gdrpipe_host_id(void);
 void gdrpipe_log_init(void);
 void gdrpipe_memhooks_init(void);
+
+/* the internal operations of an interface that leaves its performance
+ * estimate to UCX (md.c) */
+extern gdrpipe_ucx_iface_ops_t gdrpipe_base_iface_ops;
+extern const gdrpipe_ucx_iface_funcs_t gdrpipe_base_iface_funcs;
+
+/* An interface constructor's first step: UCX's base interface with the
+ * given operations, then the check that UCX laid it out as plugin/ucx/
+ * declares (an interface of a UCX that differs is not opened). */
+#define GDRPIPE_IFACE_SUPER_INIT(_ops, _internal_ops, _md, _worker, _params, _config) \
+    do { \
+        uct_iface_internal_ops_t *_gp_internal = (_internal_ops); \
+        char _gp_why[160]; \
+        \
+        UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, _ops, _gp_internal, _md, \
+                                  _worker, _params, _config); \
+        if (!gdrpipe_ucx_base_iface_check(&self->super, _gp_internal, _md, \
+                                          _gp_why, sizeof(_gp_why))) { \
+            ucs_error("gdrpipe: the loaded UCX does not match the one gdrpipe was " \
+                      "built for: %s", _gp_why); \
+            return UCS_ERR_UNSUPPORTED; \
+        } \
+    } while (0)
 
 /* The UCS class skeleton of an interface type _type (a uct_base_iface_t
  * with the standard constructor arguments): its definition, its new and

@@ -1,7 +1,6 @@
 /* Routes the core's log lines to UCX's logger, so UCX_LOG_LEVEL governs them. */
 #include "gdrpipe.h"
 
-#include <ucs/debug/log.h>
 
 static void gdrpipe_log_sink(int level, const char *file, int line, const char *msg)
 {

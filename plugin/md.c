@@ -2,9 +2,6 @@
  * inter-process data paths and packs what a peer needs into the remote key. */
 #include "gdrpipe.h"
 
-#include <ucs/debug/log.h>
-#include <ucs/debug/memtrack_int.h>
-#include <ucs/memory/memtype_cache.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +23,11 @@ static void gdrpipe_md_close(uct_md_h uct_md)
     ucs_free(uct_md);
 }
 
+gdrpipe_ucx_iface_ops_t gdrpipe_base_iface_ops;
+const gdrpipe_ucx_iface_funcs_t gdrpipe_base_iface_funcs = {
+    .estimate_perf = NULL
+};
+
 void gdrpipe_iface_fill_rma_caps(uct_iface_attr_t *attr, size_t put_short, size_t put_bcopy,
                                  size_t get_short, size_t get_bcopy, size_t max_iov)
 {
@@ -45,34 +47,31 @@ void gdrpipe_iface_fill_rma_caps(uct_iface_attr_t *attr, size_t put_short, size_
     attr->cap.get.max_iov         = max_iov;
 }
 
-void gdrpipe_md_fill_attr(uct_md_attr_t *attr, size_t rkey_size, ucs_linear_func_t reg_cost)
+void gdrpipe_md_fill_attr(gdrpipe_ucx_md_attr_t *attr, size_t rkey_size,
+                          ucs_linear_func_t reg_cost)
 {
     memset(attr, 0, sizeof(*attr));
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    attr->reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     if (gp_cuda_available()) {
-        attr->cap.reg_mem_types |= UCS_BIT(UCS_MEMORY_TYPE_CUDA);
+        attr->reg_mem_types |= UCS_BIT(UCS_MEMORY_TYPE_CUDA);
     }
-    attr->cap.alloc_mem_types  = 0;
-    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.detect_mem_types = 0;
-    attr->cap.max_alloc        = 0;
-    attr->cap.max_reg          = ULONG_MAX;
-    attr->rkey_packed_size     = rkey_size;
-    attr->reg_cost             = reg_cost;
-    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    attr->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->detect_mem_types = 0;
+    attr->max_reg          = ULONG_MAX;
+    attr->rkey_packed_size = rkey_size;
+    attr->reg_cost         = reg_cost;
 }
 
-static ucs_status_t gdrpipe_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+static void gdrpipe_md_query(uct_md_h uct_md, gdrpipe_ucx_md_attr_t *attr)
 {
     /* device memory is exported (IPC/VMM handles) for the direct path or
      * served by the staged pipeline */
     gdrpipe_md_fill_attr(attr, sizeof(gp_rkey_t), ucs_linear_func_make(50e-9, 0));
-    return UCS_OK;
 }
 
 static ucs_status_t gdrpipe_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
-                                       unsigned flags, uct_mem_h *memh_p)
+                                       uct_mem_h *memh_p)
 {
     gdrpipe_md_t *md = ucs_derived_of(uct_md, gdrpipe_md_t);
     gdrpipe_memh_t *memh;
@@ -93,72 +92,57 @@ static ucs_status_t gdrpipe_md_mem_reg(uct_md_h uct_md, void *address, size_t le
     return UCS_OK;
 }
 
-static ucs_status_t gdrpipe_md_mem_dereg(uct_md_h uct_md,
-                                         const uct_md_mem_dereg_params_t *params)
+static ucs_status_t gdrpipe_md_mem_dereg(uct_md_h uct_md, uct_mem_h uct_memh)
 {
-    gdrpipe_memh_t *memh;
+    gdrpipe_memh_t *memh = uct_memh;
 
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
-    memh = params->memh;
     gp_mem_deregister(memh->reg);
     ucs_free(memh);
     return UCS_OK;
 }
 
 static ucs_status_t gdrpipe_md_mkey_pack(uct_md_h uct_md, uct_mem_h memh,
-                                         const uct_md_mkey_pack_params_t *params,
                                          void *rkey_buffer)
 {
     memcpy(rkey_buffer, &((gdrpipe_memh_t*)memh)->rkey, sizeof(gp_rkey_t));
     return UCS_OK;
 }
 
-static uct_md_ops_t gdrpipe_wire_md_ops = {
-    .close              = gdrpipe_md_close,
-    .query              = gdrpipe_md_query,
-    .mem_alloc          = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
-    .mem_free           = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
-    .mem_advise         = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
-    .mem_reg            = gdrpipe_md_mem_reg,
-    .mem_dereg          = gdrpipe_md_mem_dereg,
-    .mem_query          = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
-    .mkey_pack          = gdrpipe_md_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int,
-    .detect_memory_type = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported
+static const gdrpipe_ucx_md_funcs_t gdrpipe_wire_md_funcs = {
+    .close     = gdrpipe_md_close,
+    .query     = gdrpipe_md_query,
+    .mem_reg   = gdrpipe_md_mem_reg,
+    .mem_dereg = gdrpipe_md_mem_dereg,
+    .mkey_pack = gdrpipe_md_mkey_pack
 };
+
+static gdrpipe_ucx_md_ops_t gdrpipe_wire_md_ops;
 
 /* ---- copy MD: detects CUDA memory, registers nothing real ---------------- */
 
-static ucs_status_t gdrpipe_copy_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+static void gdrpipe_copy_md_query(uct_md_h uct_md, gdrpipe_ucx_md_attr_t *attr)
 {
     uint64_t cuda = UCS_BIT(UCS_MEMORY_TYPE_CUDA) | UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
 
     memset(attr, 0, sizeof(*attr));
-    attr->cap.flags            = UCT_MD_FLAG_REG;
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | cuda;
-    attr->cap.alloc_mem_types  = 0;
-    attr->cap.access_mem_types = cuda;
-    attr->cap.detect_mem_types = cuda;
-    attr->cap.max_alloc        = 0;
-    attr->cap.max_reg          = ULONG_MAX;
-    attr->rkey_packed_size     = 0;
-    attr->reg_cost             = ucs_linear_func_make(0, 0);
-    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
-    return UCS_OK;
+    attr->flags            = UCT_MD_FLAG_REG;
+    attr->reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | cuda;
+    attr->access_mem_types = cuda;
+    attr->detect_mem_types = cuda;
+    attr->max_reg          = ULONG_MAX;
+    attr->rkey_packed_size = 0;
+    attr->reg_cost         = ucs_linear_func_make(0, 0);
 }
 
 static ucs_status_t gdrpipe_copy_md_mem_reg(uct_md_h uct_md, void *address,
-                                            size_t length, unsigned flags,
-                                            uct_mem_h *memh_p)
+                                            size_t length, uct_mem_h *memh_p)
 {
     *memh_p = (void*)0x1;   /* copies need no registration */
     return UCS_OK;
 }
 
-static ucs_status_t gdrpipe_copy_md_mem_dereg(uct_md_h uct_md,
-                                              const uct_md_mem_dereg_params_t *params)
+static ucs_status_t gdrpipe_copy_md_mem_dereg(uct_md_h uct_md, uct_mem_h memh)
 {
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
     return UCS_OK;
 }
 
@@ -220,19 +204,16 @@ static ucs_status_t gdrpipe_copy_md_mem_query(uct_md_h uct_md, const void *addre
     return UCS_OK;
 }
 
-static uct_md_ops_t gdrpipe_copy_md_ops = {
+static const gdrpipe_ucx_md_funcs_t gdrpipe_copy_md_funcs = {
     .close              = gdrpipe_md_close,
     .query              = gdrpipe_copy_md_query,
-    .mem_alloc          = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
-    .mem_free           = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
-    .mem_advise         = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
     .mem_reg            = gdrpipe_copy_md_mem_reg,
     .mem_dereg          = gdrpipe_copy_md_mem_dereg,
     .mem_query          = gdrpipe_copy_md_mem_query,
-    .mkey_pack          = (uct_md_mkey_pack_func_t)ucs_empty_function_return_success,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int,
     .detect_memory_type = gdrpipe_copy_md_detect_memory_type
 };
+
+static gdrpipe_ucx_md_ops_t gdrpipe_copy_md_ops;
 
 ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
                              const uct_md_config_t *config, uct_md_h *md_p)
@@ -256,9 +237,10 @@ ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
     if (md == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    md->super.ops       = (kind == GDRPIPE_MD_WIRE) ? &gdrpipe_wire_md_ops :
-                                                      &gdrpipe_copy_md_ops;
-    md->super.component = &gdrpipe_component;
+    md->super.ops       = (kind == GDRPIPE_MD_WIRE) ?
+                          gdrpipe_ucx_md_ops(&gdrpipe_wire_md_ops, &gdrpipe_wire_md_funcs) :
+                          gdrpipe_ucx_md_ops(&gdrpipe_copy_md_ops, &gdrpipe_copy_md_funcs);
+    md->super.component = gdrpipe_component;
     md->kind            = kind;
     md->host_id         = gdrpipe_host_id();
     if (kind == GDRPIPE_MD_WIRE) {

@@ -5,9 +5,7 @@
 #include "gdrpipe.h"
 
 #include <ucm/api/ucm.h>
-#include <ucm/event/event.h>
 #include <ucs/config/global_opts.h>
-#include <ucs/debug/log.h>
 
 static ucs_memory_type_t gdrpipe_memhooks_type(int kind)
 {

@@ -96,7 +96,7 @@ typedef struct {
     uint64_t fabric_id;
 } gdrpipe_rdma_dev_addr_t;
 
-extern uct_component_t gdrpipe_rdma_component;
+extern uct_component_t *gdrpipe_rdma_component;
 void gdrpipe_rdma_register(void);
 void gdrpipe_rdma_unregister(void);
 

@@ -3,8 +3,6 @@
  * engine, completions from iface progress, flush/fence, failures to UCX. */
 #include "rdma.h"
 
-#include <ucs/debug/log.h>
-#include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
 #include <ucs/type/class.h>
 #include <errno.h>

@@ -2,10 +2,6 @@
  * endpoints, bounce buffers of short/bcopy operations. */
 #include "rdma.h"
 
-#include <ucs/debug/log.h>
-#include <ucs/debug/memtrack_int.h>
-#include <ucs/sys/string.h>
-#include <ucs/type/class.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,9 +131,10 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_rdma_iface_t, uct_md_h md, uct_worker_h worke
     char err[256];
     unsigned i;
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdrpipe_rdma_iface_ops,
-                              &uct_base_iface_internal_ops, md, worker, params,
-                              tl_config);
+    GDRPIPE_IFACE_SUPER_INIT(&gdrpipe_rdma_iface_ops,
+                             gdrpipe_ucx_iface_ops(&gdrpipe_base_iface_ops,
+                                                   &gdrpipe_base_iface_funcs),
+                             md, worker, params, tl_config);
 
     if ((config->chunk_size < 4096) || (config->chunk_size % 4096) ||
         (config->chunk_size > (1ul << 30)) || (config->slots < 1) ||

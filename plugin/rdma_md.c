@@ -3,9 +3,6 @@
  * remote keys, and its registration with UCT. */
 #include "rdma.h"
 
-#include <ucs/debug/log.h>
-#include <ucs/debug/memtrack_int.h>
-#include <ucs/sys/string.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -220,11 +217,10 @@ static void gdrpipe_rdma_md_close(uct_md_h uct_md)
     ucs_free(md);
 }
 
-static ucs_status_t gdrpipe_rdma_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+static void gdrpipe_rdma_md_query(uct_md_h uct_md, gdrpipe_ucx_md_attr_t *attr)
 {
     /* device memory: dma-buf / peermem registration, else staged */
     gdrpipe_md_fill_attr(attr, GP_RDMA_RKEY_SIZE, ucs_linear_func_make(1e-6, 0.1e-9));
-    return UCS_OK;
 }
 
 typedef struct gdrpipe_rdma_memh {
@@ -233,7 +229,7 @@ typedef struct gdrpipe_rdma_memh {
 } gdrpipe_rdma_memh_t;
 
 static ucs_status_t gdrpipe_rdma_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
-                                            unsigned flags, uct_mem_h *memh_p)
+                                            uct_mem_h *memh_p)
 {
     gdrpipe_rdma_md_t *md = ucs_derived_of(uct_md, gdrpipe_rdma_md_t);
     gdrpipe_rdma_memh_t *memh;
@@ -254,40 +250,32 @@ static ucs_status_t gdrpipe_rdma_md_mem_reg(uct_md_h uct_md, void *address, size
     return UCS_OK;
 }
 
-static ucs_status_t gdrpipe_rdma_md_mem_dereg(uct_md_h uct_md,
-                                              const uct_md_mem_dereg_params_t *params)
+static ucs_status_t gdrpipe_rdma_md_mem_dereg(uct_md_h uct_md, uct_mem_h uct_memh)
 {
-    gdrpipe_rdma_md_t *md = ucs_derived_of(uct_md, gdrpipe_rdma_md_t);
-    gdrpipe_rdma_memh_t *memh;
+    gdrpipe_rdma_md_t *md       = ucs_derived_of(uct_md, gdrpipe_rdma_md_t);
+    gdrpipe_rdma_memh_t *memh   = uct_memh;
 
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
-    memh = params->memh;
     gp_rdma_mem_dereg(md->dev, memh->reg);
     ucs_free(memh);
     return UCS_OK;
 }
 
 static ucs_status_t gdrpipe_rdma_md_mkey_pack(uct_md_h uct_md, uct_mem_h memh,
-                                              const uct_md_mkey_pack_params_t *params,
                                               void *rkey_buffer)
 {
     memcpy(rkey_buffer, ((gdrpipe_rdma_memh_t*)memh)->rkey, GP_RDMA_RKEY_SIZE);
     return UCS_OK;
 }
 
-static uct_md_ops_t gdrpipe_rdma_md_ops = {
-    .close              = gdrpipe_rdma_md_close,
-    .query              = gdrpipe_rdma_md_query,
-    .mem_alloc          = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
-    .mem_free           = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
-    .mem_advise         = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
-    .mem_reg            = gdrpipe_rdma_md_mem_reg,
-    .mem_dereg          = gdrpipe_rdma_md_mem_dereg,
-    .mem_query          = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
-    .mkey_pack          = gdrpipe_rdma_md_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int,
-    .detect_memory_type = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported
+static const gdrpipe_ucx_md_funcs_t gdrpipe_rdma_md_funcs = {
+    .close     = gdrpipe_rdma_md_close,
+    .query     = gdrpipe_rdma_md_query,
+    .mem_reg   = gdrpipe_rdma_md_mem_reg,
+    .mem_dereg = gdrpipe_rdma_md_mem_dereg,
+    .mkey_pack = gdrpipe_rdma_md_mkey_pack
 };
+
+static gdrpipe_ucx_md_ops_t gdrpipe_rdma_md_ops;
 
 static ucs_status_t gdrpipe_rdma_md_open(uct_component_t *component, const char *md_name,
                                          const uct_md_config_t *uct_config, uct_md_h *md_p)
@@ -320,8 +308,8 @@ static ucs_status_t gdrpipe_rdma_md_open(uct_component_t *component, const char 
      * to the log (UCX_LOG_LEVEL=info shows it in ucx_info -d) */
     ucs_info("gdrpipe_rdma: %s: GPUDirect RDMA mode: %s", md_name,
              gp_rdma_gpudirect_mode());
-    md->super.ops       = &gdrpipe_rdma_md_ops;
-    md->super.component = &gdrpipe_rdma_component;
+    md->super.ops       = gdrpipe_ucx_md_ops(&gdrpipe_rdma_md_ops, &gdrpipe_rdma_md_funcs);
+    md->super.component = gdrpipe_rdma_component;
     *md_p               = &md->super;
     return UCS_OK;
 }
@@ -354,25 +342,19 @@ static ucs_status_t gdrpipe_rdma_rkey_release(uct_component_t *component, uct_rk
     return UCS_OK;
 }
 
-uct_component_t gdrpipe_rdma_component = {
+static const gdrpipe_ucx_component_desc_t gdrpipe_rdma_component_desc = {
+    .name               = GDRPIPE_RDMA_NAME,
     .query_md_resources = gdrpipe_rdma_query_md_resources,
     .md_open            = gdrpipe_rdma_md_open,
-    .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
     .rkey_unpack        = gdrpipe_rdma_rkey_unpack,
-    .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
     .rkey_release       = gdrpipe_rdma_rkey_release,
-    .name               = GDRPIPE_RDMA_NAME,
-    .md_config          = {
-        .name           = "gdrpipe RDMA memory domain",
-        .prefix         = GDRPIPE_RDMA_CONFIG_PREFIX,
-        .table          = gdrpipe_rdma_md_config_table,
-        .size           = sizeof(gdrpipe_rdma_md_config_t),
-    },
-    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
-    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&gdrpipe_rdma_component),
-    .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+    .rkey_size          = GP_RDMA_RKEY_SIZE,
+    .md_config_name     = "gdrpipe RDMA memory domain",
+    .md_config_table    = gdrpipe_rdma_md_config_table,
+    .md_config_size     = sizeof(gdrpipe_rdma_md_config_t)
 };
+
+uct_component_t *gdrpipe_rdma_component;
 
 static uct_tl_t gdrpipe_rdma_tl = {
     .name          = GDRPIPE_RDMA_TL_NAME,
@@ -388,12 +370,21 @@ static uct_tl_t gdrpipe_rdma_tl = {
 
 void gdrpipe_rdma_register(void)
 {
-    uct_tl_register(&gdrpipe_rdma_component, &gdrpipe_rdma_tl);
-    uct_component_register(&gdrpipe_rdma_component);
+    gdrpipe_rdma_component = gdrpipe_ucx_component_create(&gdrpipe_rdma_component_desc,
+                                                          GDRPIPE_RDMA_CONFIG_PREFIX);
+    if (gdrpipe_rdma_component == NULL) {
+        ucs_error("gdrpipe: cannot make its RDMA UCT component");
+        return;
+    }
+    uct_tl_register(gdrpipe_rdma_component, &gdrpipe_rdma_tl);
+    uct_component_register(gdrpipe_rdma_component);
 }
 
 void gdrpipe_rdma_unregister(void)
 {
-    uct_component_unregister(&gdrpipe_rdma_component);
+    if (gdrpipe_rdma_component == NULL) {
+        return;
+    }
+    uct_component_unregister(gdrpipe_rdma_component);
     uct_tl_unregister(&gdrpipe_rdma_tl);
 }

@@ -4,8 +4,6 @@
 #include "shm_ep.h"
 #include "shm_flush.h"
 
-#include <uct/base/uct_iov.inl>
-#include <ucs/debug/log.h>
 #include <ucs/type/class.h>
 #include <errno.h>
 #include <string.h>

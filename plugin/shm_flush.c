@@ -2,7 +2,6 @@
  * in flight have completed (shm_flush.h). */
 #include "shm_flush.h"
 
-#include <ucs/debug/memtrack_int.h>
 
 typedef struct gdrpipe_shm_flush {
     ucs_queue_elem_t  queue;

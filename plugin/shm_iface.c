@@ -6,10 +6,6 @@
 #include "shm_flush.h"
 #include "copy.h"
 
-#include <ucs/debug/log.h>
-#include <ucs/debug/memtrack_int.h>
-#include <ucs/sys/string.h>
-#include <ucs/type/class.h>
 #include <string.h>
 #include <math.h>
 
@@ -180,9 +176,10 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_iface_t, uct_md_h md, uct_worker_h worker
     gdrpipe_iface_config_t *config = ucs_derived_of(tl_config, gdrpipe_iface_config_t);
     char err[256];
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdrpipe_shm_iface_ops,
-                              &uct_base_iface_internal_ops, md, worker, params,
-                              tl_config);
+    GDRPIPE_IFACE_SUPER_INIT(&gdrpipe_shm_iface_ops,
+                             gdrpipe_ucx_iface_ops(&gdrpipe_base_iface_ops,
+                                                   &gdrpipe_base_iface_funcs),
+                             md, worker, params, tl_config);
 
     /* the settings first: nothing to undo when one is out of range */
     if ((config->seg_size < 64) || (config->seg_size > UCS_MBYTE)) {

@@ -21,12 +21,6 @@
 #include "gdrpipe.h"
 #include "rdma.h"
 
-#include <ucp/core/ucp_ep.h>
-#include <ucp/core/ucp_ep.inl>
-#include <ucp/core/ucp_worker.h>
-#include <ucp/core/ucp_context.h>
-#include <ucs/memory/memtype_cache.h>
-#include <uct/base/uct_md.h>
 
 #define GDRPIPE_SEND_OFF SIZE_MAX
 
@@ -119,7 +113,7 @@ static UCS_F_NOINLINE int gdrpipe_send_classify(const void *buffer, uint64_t gen
     if ((status == UCS_OK) && (info.type != UCS_MEMORY_TYPE_UNKNOWN)) {
         return gdrpipe_send_remember((uintptr_t)info.base_address,
                                      (uintptr_t)info.base_address + info.alloc_length, gen,
-                                     !UCP_MEM_IS_HOST(info.type));
+                                     (info.type != UCS_MEMORY_TYPE_HOST));
     }
     /* no memory-type cache (incomplete hooks: events may be missing, so
      * nothing is kept) or an unknown range */
@@ -136,7 +130,7 @@ gdrpipe_send_is_device(const void *buffer, const ucp_request_param_t *param)
 
     if ((param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) &&
         (param->memory_type != UCS_MEMORY_TYPE_UNKNOWN)) {
-        return !UCP_MEM_IS_HOST(param->memory_type);
+        return param->memory_type != UCS_MEMORY_TYPE_HOST;
     }
     if ((buffer == NULL) || ucs_memtype_cache_is_empty()) {
         return 0; /* no device memory known to UCX at all */
@@ -160,52 +154,19 @@ void gdrpipe_send_note_recv(const void *buffer, const ucp_request_param_t *param
     }
 }
 
-/* whether the endpoint's rendezvous goes through one of gdrpipe's
- * transports (its first bandwidth lane) */
-static int gdrpipe_send_rndv_is_ours(ucp_ep_h ep, ucp_ep_config_t *config)
-{
-    ucp_context_h context = ep->worker->context;
-    ucp_lane_index_t lane = config->key.rma_bw_lanes[0];
-    const uct_md_t *md;
-
-    if (lane == UCP_NULL_LANE) {
-        return 0;
-    }
-    md = (const uct_md_t*)context->tl_mds[config->md_index[lane]].md;
-    return (md->component == &gdrpipe_component) ||
-           (md->component == &gdrpipe_rdma_component);
-}
-
-typedef struct {
-    ucp_worker_h      worker;
-    ucp_ep_config_t   *config;
-    ucp_rndv_thresh_t rma, am;
-} gdrpipe_send_saved_t;
-
 /* For a device buffer: gives the endpoint's configuration the device
  * threshold for one call (1: then gdrpipe_send_end after it), or leaves the
  * call as UCP takes it (0: v2, no configuration yet, rendezvous not through
- * gdrpipe, or UCP's threshold already at or below it). */
+ * gdrpipe, UCP's threshold already at or below it, or a UCX whose layout
+ * plugin/ucx/ does not know for it). */
 static UCS_F_NOINLINE int gdrpipe_send_begin_device(ucp_ep_h ep, size_t thresh,
-                                                    gdrpipe_send_saved_t *s)
+                                                    gdrpipe_ucx_rndv_saved_t *s)
 {
-    if ((ep == NULL) || (ep->cfg_index == UCP_WORKER_CFG_INDEX_NULL) ||
-        ep->worker->context->config.ext.proto_enable) {
+    const uct_component_t *ours[2] = {gdrpipe_component, gdrpipe_rdma_component};
+
+    if (!gdrpipe_ucx_rndv_begin(ep, thresh, ours, 2, s)) {
         return 0;
     }
-    s->worker = ep->worker;
-    UCP_WORKER_THREAD_CS_ENTER_CONDITIONAL(s->worker);
-    s->config = ucp_ep_config(ep);
-    if (!gdrpipe_send_rndv_is_ours(ep, s->config) ||
-        (s->config->tag.rndv.rma_thresh.remote <= thresh)) {
-        UCP_WORKER_THREAD_CS_EXIT_CONDITIONAL(s->worker);
-        return 0;
-    }
-    s->rma = s->config->tag.rndv.rma_thresh;
-    s->am  = s->config->tag.rndv.am_thresh;
-    /* device sends always take the "remote" threshold (not FAST_CMPL host) */
-    s->config->tag.rndv.rma_thresh.remote = thresh;
-    s->config->tag.rndv.am_thresh.remote  = thresh;
     __atomic_fetch_add(&gdrpipe_send_count, 1, __ATOMIC_RELAXED);
     if (thresh < gdrpipe_send_device_thresh) {
         __atomic_fetch_add(&gdrpipe_send_burst_sends, 1, __ATOMIC_RELAXED);
@@ -225,11 +186,9 @@ gdrpipe_send_wants(const void *buffer, const ucp_request_param_t *param)
            ((param == NULL) || !(param->op_attr_mask & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL));
 }
 
-static void gdrpipe_send_end(gdrpipe_send_saved_t *s)
+static void gdrpipe_send_end(gdrpipe_ucx_rndv_saved_t *s)
 {
-    s->config->tag.rndv.rma_thresh = s->rma;
-    s->config->tag.rndv.am_thresh  = s->am;
-    UCP_WORKER_THREAD_CS_EXIT_CONDITIONAL(s->worker);
+    gdrpipe_ucx_rndv_end(s);
 }
 
 /* One wrapper per send call: _name is UCP's function, _dev the out-of-line
@@ -240,7 +199,7 @@ static void gdrpipe_send_end(gdrpipe_send_saved_t *s)
     \
     static UCS_F_NOINLINE _ret _name##_dev _params \
     { \
-        gdrpipe_send_saved_t s; \
+        gdrpipe_ucx_rndv_saved_t s; \
         _ret ret; \
         \
         if (!gdrpipe_send_begin_device(ep, gdrpipe_send_thresh_now(), &s)) { \

@@ -9,8 +9,7 @@ mkdir -p .device
 if [ ! -f .device/bundle/env.sh ]; then
     bash ../shared/device/mkbundle.sh .device/bundle && rm -rf .device/bundle/debs
 fi
-ucx_src=${UCX_SRC:-$PWD/subprojects/ucx-src/ucx-1.13.1}
-[ -d .device/build ] || meson setup .device/build --buildtype=release -Ducx_src="$ucx_src"
+[ -d .device/build ] || meson setup .device/build --buildtype=release
 meson compile -C .device/build
 bash test/gpu/hooks/build.sh .device/gpu-hooks >/dev/null
 # .device/run: the build's programs and libraries without its objects (what is
