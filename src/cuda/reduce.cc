@@ -6,6 +6,9 @@
 
 namespace gdrpipe::cuda {
 
+// the reductions have a stream slot of their own
+static_assert(kReduceSlot < DeviceManager::kStreamSlots);
+
 Status reduce(int device, const gp_reduce_args_t &a, DeviceManager &dm) {
     if (a.nsrc == 0 || a.nsrc > GP_REDUCE_MAX_BUFS || a.ndst > GP_REDUCE_MAX_BUFS ||
         !gp_red_valid(a.type, a.op) || a.end < a.begin)

@@ -43,8 +43,8 @@ class DeviceManager {
 public:
     // Number of stream slots per device (stream(ordinal, slot)).
     // 0: synchronous copies; 1: direct path; 2, 3: staged pipeline; 4: calibration
-    // (pipeline::CudaProber)
-    static constexpr unsigned kStreamSlots = 5;
+    // (pipeline::CudaProber); 5: reductions (kReduceSlot, reduce.hpp)
+    static constexpr unsigned kStreamSlots = 6;
 
     explicit DeviceManager(Driver &drv);
     ~DeviceManager(); // shutdown()

@@ -412,43 +412,6 @@ TEST_CASE("cma moves scattered buffers", "[wire]") {
     CHECK(cma_read(getpid(), iov, 1, 8) < 0);
 }
 
-TEST_CASE("a held peer outlives its connection; pinning is tried once", "[wire][pin]") {
-    std::string err;
-    auto rx = ShmIface::open(ShmConfig{16, 256}, &err);
-    auto tx = ShmIface::open(ShmConfig{16, 256}, &err);
-    REQUIRE(rx);
-    REQUIRE(tx);
-    ShmAddress a = rx->address();
-    ShmPeer *peer = tx->connect(&a, sizeof(a), &err);
-    REQUIRE(peer != nullptr);
-    // an operation that writes into the peer's element later holds the peer
-    tx->hold(peer);
-    const bool pinned = tx->pin(peer); // false without a CUDA driver
-    CHECK(tx->pin(peer) == pinned);
-    uint64_t idx = 0;
-    void *p = peer->fifo().reserve(&idx);
-    REQUIRE(p != nullptr);
-    // its endpoint goes first: the mapping stays
-    tx->release(peer);
-    CHECK(tx->num_peers() == 1);
-    const uint32_t v = 42;
-    std::memcpy(p, &v, sizeof(v));
-    peer->fifo().commit(idx, 5, sizeof(v));
-    tx->release(peer);
-    CHECK(tx->num_peers() == 0);
-    Fifo::Message m{};
-    REQUIRE(rx->rx().peek(&m));
-    CHECK(m.am_id == 5);
-    CHECK(m.length == sizeof(v));
-    uint32_t got = 0;
-    std::memcpy(&got, m.data, sizeof(got));
-    CHECK(got == v);
-    rx->rx().release();
-}
-
-// Review finding M2 (in part): the owner's start time is the kernel's, and a
-// header that disagrees with it is refused at connect; a connected peer keeps
-// what it checked whatever the header says later.
 TEST_CASE("connect checks the owner's start time against the kernel's", "[wire][security]") {
     std::string err;
     auto rx = ShmIface::open(ShmConfig{16, 256}, &err);
