@@ -1,12 +1,16 @@
 /* The gdrpipe UCT component: registration (with the UCX version check),
- * configuration tables, memory-domain resources and remote keys. */
+ * configuration tables, memory-domain resources, remote keys, and its
+ * transport's devices and interfaces (the wire's "memory", the copy
+ * transport's "cuda"). */
 #include "gdrpipe.h"
+#include "shm_iface.h"
+#include "copy.h"
 #include "rdma.h"
 
 #include <stdio.h>
 #include <string.h>
 
-ucs_config_field_t gdrpipe_md_config_table[] = {
+static ucs_config_field_t gdrpipe_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
@@ -77,7 +81,7 @@ ucs_config_field_t gdrpipe_md_config_table[] = {
 
 static const char *gdrpipe_path_names[] = {"auto", "direct", "staged", NULL};
 
-ucs_config_field_t gdrpipe_iface_config_table[] = {
+static ucs_config_field_t gdrpipe_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
@@ -191,9 +195,9 @@ ucs_config_field_t gdrpipe_iface_config_table[] = {
     {NULL}
 };
 
-ucs_status_t gdrpipe_query_md_resources(uct_component_t *component,
-                                        uct_md_resource_desc_t **resources_p,
-                                        unsigned *num_resources_p)
+static ucs_status_t gdrpipe_query_md_resources(uct_component_t *component,
+                                               uct_md_resource_desc_t **resources_p,
+                                               unsigned *num_resources_p)
 {
     unsigned count = 1;
     uct_md_resource_desc_t *res;
@@ -217,8 +221,9 @@ ucs_status_t gdrpipe_query_md_resources(uct_component_t *component,
     return UCS_OK;
 }
 
-ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                                 uct_rkey_t *rkey_p, void **handle_p)
+static ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component,
+                                        const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                        void **handle_p)
 {
     gp_rkey_t *rkey;
     const char *why;
@@ -244,8 +249,8 @@ ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component, const void *rkey_bu
     return UCS_OK;
 }
 
-ucs_status_t gdrpipe_rkey_release(uct_component_t *component, uct_rkey_t rkey,
-                                  void *handle)
+static ucs_status_t gdrpipe_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                         void *handle)
 {
     ucs_free((void*)rkey);
     return UCS_OK;
@@ -263,9 +268,57 @@ static const gdrpipe_ucx_component_desc_t gdrpipe_component_desc = {
     .md_config_size     = sizeof(gdrpipe_md_config_t)
 };
 
-uct_component_t *gdrpipe_component;
+/* the component in UCX's layout (made at load) */
+static uct_component_t *gdrpipe_component;
 
-uct_tl_t gdrpipe_tl = {
+static ucs_status_t gdrpipe_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
+                                          unsigned *num_devices_p)
+{
+    gdrpipe_md_t *gmd             = ucs_derived_of(md, gdrpipe_md_t);
+    uct_tl_device_resource_t *dev = ucs_calloc(1, sizeof(*dev), "gdrpipe device");
+
+    if (dev == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    if (gmd->kind == GDRPIPE_MD_COPY) {
+        ucs_snprintf_zero(dev->name, sizeof(dev->name), "%s", GDRPIPE_COPY_DEV_NAME);
+        dev->type = UCT_DEVICE_TYPE_ACC;
+    } else {
+        ucs_snprintf_zero(dev->name, sizeof(dev->name), "%s", GDRPIPE_SHM_DEV_NAME);
+        dev->type = UCT_DEVICE_TYPE_SHM;
+    }
+    dev->sys_device = UCS_SYS_DEVICE_ID_UNKNOWN;
+    *devices_p      = dev;
+    *num_devices_p  = 1;
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_iface_open(uct_md_h md, uct_worker_h worker,
+                                       const uct_iface_params_t *params,
+                                       const uct_iface_config_t *config,
+                                       uct_iface_h *iface_p)
+{
+    const char *dev;
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("gdrpipe: only UCT_IFACE_OPEN_MODE_DEVICE is supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    dev = params->mode.device.dev_name;
+    if ((ucs_derived_of(md, gdrpipe_md_t)->kind == GDRPIPE_MD_WIRE) &&
+        (strcmp(dev, GDRPIPE_SHM_DEV_NAME) == 0)) {
+        return gdrpipe_shm_iface_open(md, worker, params, config, iface_p);
+    }
+    if ((ucs_derived_of(md, gdrpipe_md_t)->kind == GDRPIPE_MD_COPY) &&
+        (strcmp(dev, GDRPIPE_COPY_DEV_NAME) == 0)) {
+        return gdrpipe_copy_iface_open(md, worker, params, config, iface_p);
+    }
+    ucs_error("gdrpipe: unknown device '%s'", dev);
+    return UCS_ERR_NO_DEVICE;
+}
+
+static uct_tl_t gdrpipe_tl = {
     .name          = GDRPIPE_NAME,
     .query_devices = gdrpipe_query_devices,
     .iface_open    = gdrpipe_iface_open,
@@ -304,6 +357,12 @@ UCS_STATIC_INIT
     uct_tl_register(gdrpipe_component, &gdrpipe_tl);
     uct_component_register(gdrpipe_component);
     gdrpipe_rdma_register();
+    /* device tag sends by rendezvous concern endpoints whose rendezvous
+     * goes through either component's transport */
+    gdrpipe_send_add_component(gdrpipe_component);
+    if (gdrpipe_rdma_component != NULL) {
+        gdrpipe_send_add_component(gdrpipe_rdma_component);
+    }
     gdrpipe_registered = 1;
 }
 
@@ -314,9 +373,4 @@ UCS_STATIC_CLEANUP
         uct_component_unregister(gdrpipe_component);
         uct_tl_unregister(&gdrpipe_tl);
     }
-}
-
-uint64_t gdrpipe_host_id(void)
-{
-    return ucs_get_system_id();
 }

@@ -29,6 +29,5 @@ ucs_status_t gdrpipe_copy_iface_open(uct_md_h md, uct_worker_h worker,
                                      const uct_iface_params_t *params,
                                      const uct_iface_config_t *config,
                                      uct_iface_h *iface_p);
-ucs_status_t gdrpipe_copy_md_open(uct_component_t *component, uct_md_h *md_p);
 
 #endif

@@ -71,8 +71,6 @@ typedef struct gdrpipe_memh {
     void      *reg;     /* the core's registration (exports stay cached) */
 } gdrpipe_memh_t;
 
-/* the component, in UCX's layout (component.c makes it at load) */
-extern uct_component_t *gdrpipe_component;
 
 /* ucs_error about what a peer sent, logged by gp_log_peer_due per call site
  * (the first 10, then the 100th, 1000th, ... with their number) */
@@ -116,6 +114,9 @@ extern uint64_t gdrpipe_memhooks_generation;
 
 /* ucp_send.c: device tag sends by rendezvous (SIZE_MAX: off) */
 void gdrpipe_send_configure(size_t device_rndv_thresh, int burst);
+/* a component whose transports carry gdrpipe's rendezvous (at registration):
+ * the threshold concerns endpoints whose rendezvous lane is one of them */
+void gdrpipe_send_add_component(const uct_component_t *component);
 uint64_t gdrpipe_send_device_count(void);
 uint64_t gdrpipe_send_burst_count(void); /* of them, given the window's threshold (1) */
 /* a receive was posted (ucp_recv.c): a device one opens a window of sends */
@@ -123,39 +124,23 @@ void gdrpipe_send_note_recv(const void *buffer, const ucp_request_param_t *param
 /* progress calls of gdrpipe's wire in this thread (a device send that follows
  * another with none in between is part of a window: ucp_send.c) */
 extern __thread uint64_t gdrpipe_progress_calls __attribute__((tls_model("initial-exec")));
-extern ucs_config_field_t gdrpipe_md_config_table[];
-extern ucs_config_field_t gdrpipe_iface_config_table[];
 
+/* md.c: both memory domains of the gdrpipe component (wire and copy) */
 ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
                              const uct_md_config_t *config, uct_md_h *md_p);
-ucs_status_t gdrpipe_query_md_resources(uct_component_t *component,
-                                        uct_md_resource_desc_t **resources_p,
-                                        unsigned *num_resources_p);
-ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                                 uct_rkey_t *rkey_p, void **handle_p);
-ucs_status_t gdrpipe_rkey_release(uct_component_t *component, uct_rkey_t rkey,
-                                  void *handle);
 
-ucs_status_t gdrpipe_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
-                                   unsigned *num_devices_p);
-ucs_status_t gdrpipe_iface_open(uct_md_h md, uct_worker_h worker,
-                                const uct_iface_params_t *params,
-                                const uct_iface_config_t *config, uct_iface_h *iface_p);
-ucs_status_t gdrpipe_shm_iface_open(uct_md_h md, uct_worker_h worker,
-                                    const uct_iface_params_t *params,
-                                    const uct_iface_config_t *config,
-                                    uct_iface_h *iface_p);
-
-/* the md attributes that the gdrpipe memory domain (md.c) and the RDMA one
- * (rdma_md.c) report: host memory, and CUDA memory when a driver is loaded;
- * registration needs an rkey (the copy transport's domain has its own) */
 /* The one-sided capabilities of an interface: put and get, zero copy of
  * any length (no alignment), short and bcopy up to the given sizes. */
 void gdrpipe_iface_fill_rma_caps(uct_iface_attr_t *attr, size_t put_short, size_t put_bcopy,
                                  size_t get_short, size_t get_bcopy, size_t max_iov);
 void gdrpipe_md_fill_attr(gdrpipe_ucx_md_attr_t *attr, size_t rkey_size,
                           ucs_linear_func_t reg_cost);
-uint64_t gdrpipe_host_id(void);
+/* This host (UCS's system id): remote keys and wire addresses name it, and
+ * those of another host are refused. */
+static inline uint64_t gdrpipe_host_id(void)
+{
+    return ucs_get_system_id();
+}
 void gdrpipe_log_init(void);
 void gdrpipe_memhooks_init(void);
 

@@ -240,7 +240,7 @@ ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
     md->super.ops       = (kind == GDRPIPE_MD_WIRE) ?
                           gdrpipe_ucx_md_ops(&gdrpipe_wire_md_ops, &gdrpipe_wire_md_funcs) :
                           gdrpipe_ucx_md_ops(&gdrpipe_copy_md_ops, &gdrpipe_copy_md_funcs);
-    md->super.component = gdrpipe_component;
+    md->super.component = component;
     md->kind            = kind;
     md->host_id         = gdrpipe_host_id();
     if (kind == GDRPIPE_MD_WIRE) {

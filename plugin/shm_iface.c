@@ -1,10 +1,8 @@
 /* Interface of the intra-host wire: capabilities, addresses, progress,
- * opening and closing; and the transport's device list and interface
- * opening for both of the component's devices. */
+ * opening and closing. */
 #include "shm_iface.h"
 #include "shm_ep.h"
 #include "shm_flush.h"
-#include "copy.h"
 
 #include <string.h>
 #include <math.h>
@@ -310,49 +308,3 @@ static uct_iface_ops_t gdrpipe_shm_iface_ops = {
     .iface_get_address        = gdrpipe_shm_iface_get_address,
     .iface_is_reachable       = gdrpipe_shm_iface_is_reachable
 };
-
-ucs_status_t gdrpipe_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
-                                   unsigned *num_devices_p)
-{
-    gdrpipe_md_t *gmd             = ucs_derived_of(md, gdrpipe_md_t);
-    uct_tl_device_resource_t *dev = ucs_calloc(1, sizeof(*dev), "gdrpipe device");
-
-    if (dev == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    if (gmd->kind == GDRPIPE_MD_COPY) {
-        ucs_snprintf_zero(dev->name, sizeof(dev->name), "%s", GDRPIPE_COPY_DEV_NAME);
-        dev->type = UCT_DEVICE_TYPE_ACC;
-    } else {
-        ucs_snprintf_zero(dev->name, sizeof(dev->name), "%s", GDRPIPE_SHM_DEV_NAME);
-        dev->type = UCT_DEVICE_TYPE_SHM;
-    }
-    dev->sys_device = UCS_SYS_DEVICE_ID_UNKNOWN;
-    *devices_p      = dev;
-    *num_devices_p  = 1;
-    return UCS_OK;
-}
-
-ucs_status_t gdrpipe_iface_open(uct_md_h md, uct_worker_h worker,
-                                const uct_iface_params_t *params,
-                                const uct_iface_config_t *config, uct_iface_h *iface_p)
-{
-    const char *dev;
-
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
-        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
-        ucs_error("gdrpipe: only UCT_IFACE_OPEN_MODE_DEVICE is supported");
-        return UCS_ERR_UNSUPPORTED;
-    }
-    dev = params->mode.device.dev_name;
-    if ((ucs_derived_of(md, gdrpipe_md_t)->kind == GDRPIPE_MD_WIRE) &&
-        (strcmp(dev, GDRPIPE_SHM_DEV_NAME) == 0)) {
-        return gdrpipe_shm_iface_open(md, worker, params, config, iface_p);
-    }
-    if ((ucs_derived_of(md, gdrpipe_md_t)->kind == GDRPIPE_MD_COPY) &&
-        (strcmp(dev, GDRPIPE_COPY_DEV_NAME) == 0)) {
-        return gdrpipe_copy_iface_open(md, worker, params, config, iface_p);
-    }
-    ucs_error("gdrpipe: unknown device '%s'", dev);
-    return UCS_ERR_NO_DEVICE;
-}

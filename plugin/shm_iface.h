@@ -24,6 +24,12 @@ typedef struct gdrpipe_shm_iface {
     int               round_open;    /* a round of the engine is open (gdrpipe_shm_xfer_start) */
 } gdrpipe_shm_iface_t;
 
+/* creates an interface of the "memory" device (UCT's iface_open) */
+ucs_status_t gdrpipe_shm_iface_open(uct_md_h md, uct_worker_h worker,
+                                    const uct_iface_params_t *params,
+                                    const uct_iface_config_t *config,
+                                    uct_iface_h *iface_p);
+
 /* Nonzero while GPU work issued by the wire (data-path transfers) has not
  * completed: flushes and fences wait for it. */
 static UCS_F_ALWAYS_INLINE int gdrpipe_shm_iface_busy(const gdrpipe_shm_iface_t *iface)

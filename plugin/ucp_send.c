@@ -19,10 +19,10 @@
  * that call. Protocol v2 (UCX_PROTO_ENABLE=y) chooses per memory type itself
  * and is left alone. */
 #include "gdrpipe.h"
-#include "rdma.h"
 
 
 #define GDRPIPE_SEND_OFF SIZE_MAX
+#define GDRPIPE_SEND_MAX_COMPONENTS 2
 
 /* UCX_GDRPIPE_DEVICE_RNDV_THRESH once a wire memory domain is open; until
  * then (gdrpipe not in use) every call goes straight to UCP */
@@ -30,10 +30,27 @@ static size_t gdrpipe_send_device_thresh = GDRPIPE_SEND_OFF;
 static int gdrpipe_send_burst;      /* UCX_GDRPIPE_DEVICE_RNDV_BURST */
 static uint64_t gdrpipe_send_count; /* device sends given the threshold */
 static uint64_t gdrpipe_send_burst_sends; /* of them, the window's threshold (1) */
+/* the components of gdrpipe's transports (gdrpipe_send_add_component) */
+static const uct_component_t *gdrpipe_send_components[GDRPIPE_SEND_MAX_COMPONENTS];
 
 __thread uint64_t gdrpipe_progress_calls __attribute__((tls_model("initial-exec")));
 /* gdrpipe_progress_calls at this thread's last device send (+1; 0: none) */
 static __thread uint64_t gdrpipe_send_last_round __attribute__((tls_model("initial-exec")));
+
+void gdrpipe_send_add_component(const uct_component_t *component)
+{
+    unsigned i;
+
+    for (i = 0; i < GDRPIPE_SEND_MAX_COMPONENTS; ++i) {
+        if ((gdrpipe_send_components[i] == NULL) ||
+            (gdrpipe_send_components[i] == component)) {
+            gdrpipe_send_components[i] = component;
+            return;
+        }
+    }
+    ucs_fatal("gdrpipe: more than %d components of gdrpipe's transports",
+              GDRPIPE_SEND_MAX_COMPONENTS);
+}
 
 void gdrpipe_send_configure(size_t device_rndv_thresh, int burst)
 {
@@ -162,9 +179,8 @@ void gdrpipe_send_note_recv(const void *buffer, const ucp_request_param_t *param
 static UCS_F_NOINLINE int gdrpipe_send_begin_device(ucp_ep_h ep, size_t thresh,
                                                     gdrpipe_ucx_rndv_saved_t *s)
 {
-    const uct_component_t *ours[2] = {gdrpipe_component, gdrpipe_rdma_component};
-
-    if (!gdrpipe_ucx_rndv_begin(ep, thresh, ours, 2, s)) {
+    if (!gdrpipe_ucx_rndv_begin(ep, thresh, gdrpipe_send_components,
+                                GDRPIPE_SEND_MAX_COMPONENTS, s)) {
         return 0;
     }
     __atomic_fetch_add(&gdrpipe_send_count, 1, __ATOMIC_RELAXED);

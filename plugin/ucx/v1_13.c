@@ -317,7 +317,7 @@ int gdrpipe_ucx_rndv_begin(ucp_ep_h ep, size_t thresh,
                    (size_t)md_index * GDRPIPE_UCP113_TL_MD_SIZE;
         md       = *(const uct_md_t**)tl_md;
         for (i = 0; i < count; ++i) {
-            ours |= (md->component == components[i]);
+            ours |= (components[i] != NULL) && (md->component == components[i]);
         }
     }
     /* rma[0], am[0]: the "remote" thresholds device sends take */
