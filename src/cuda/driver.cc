@@ -22,7 +22,7 @@ constexpr int kOptionalFromVersion = 11020;
 constexpr EntryInfo kEntries[] = {
 #define GP_CU_FN(name, version)                                                \
     {#name, version, (version) < kOptionalFromVersion, offsetof(Api, name)},
-#include "driver_functions.def"
+#include "gdrpipe/cuda/driver_functions.def"
 #undef GP_CU_FN
 };
 

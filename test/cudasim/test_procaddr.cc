@@ -19,7 +19,7 @@ struct DefEntry {
 };
 const DefEntry kDef[] = {
 #define GP_CU_FN(name, version) {#name, GP_STR(name), version},
-#include "../../src/cuda/driver_functions.def"
+#include "gdrpipe/cuda/driver_functions.def"
 #undef GP_CU_FN
 };
 

@@ -6,8 +6,8 @@
 // plugin also declares it as a UCX config variable and may hand a value from
 // ucx.conf to set_library_path() before the first use). cuGetProcAddress_v2
 // (fallback: cuGetProcAddress) is looked up with dlsym, and every entry of
-// src/cuda/driver_functions.def is resolved through it with the listed
-// version. Entries of version >= 11020 (memory pools, dma-buf handles,
+// driver_functions.def (beside this header) is resolved through it with the
+// listed version. Entries of version >= 11020 (memory pools, dma-buf handles,
 // flushing GPUDirect writes, ...) are optional: on an older driver they stay
 // null and are recorded in missing_optional(); a missing required entry makes
 // the load fail. cuInit(0) is called on load; any failure leaves CUDA "off"
@@ -32,7 +32,7 @@ namespace gdrpipe::cuda {
 // `decltype(&::cuMemAlloc) cuMemAlloc;`. Null until resolved.
 struct Api {
 #define GP_CU_FN(name, version) decltype(&::name) name = nullptr;
-#include "../../../src/cuda/driver_functions.def"
+#include "gdrpipe/cuda/driver_functions.def"
 #undef GP_CU_FN
 };
 

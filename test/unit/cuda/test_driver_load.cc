@@ -107,7 +107,7 @@ TEST_CASE("a missing required entry fails the load, a missing optional one does 
 TEST_CASE("entry table matches driver_functions.def", "[cuda][driver]") {
     std::size_t lines = 0;
 #define GP_CU_FN(name, version) ++lines;
-#include "../../../src/cuda/driver_functions.def"
+#include "gdrpipe/cuda/driver_functions.def"
 #undef GP_CU_FN
     auto entries = Driver::entries();
     REQUIRE(entries.size() == lines);
