@@ -16,21 +16,8 @@
 #define GDRPIPE_RDMA_TL_NAME       "gp_rdma"      /* transport (UCX_TLS); 9 chars max */
 #define GDRPIPE_RDMA_CONFIG_PREFIX "GDRPIPE_RDMA_"
 
-/* TEST ONLY: the in-process fake fabric (gdrpipe_rdma_fake_config_table,
- * rdma_md.c; read when UCX first lists the devices) */
-typedef struct gdrpipe_rdma_fake_opts {
-    int      enable;
-    int      dmabuf;
-    unsigned fail_after;
-    double   latency_us;
-    double   bw_gbps;
-    double   dev_bw_gbps;
-    int      modeled_clock;
-} gdrpipe_rdma_fake_opts_t;
-
 typedef struct gdrpipe_rdma_md_config {
     uct_md_config_t super;
-    gdrpipe_rdma_fake_opts_t fake; /* test only: in-process fake fabric */
     unsigned        cache_max_regions;
     size_t          cache_max_bytes;
 } gdrpipe_rdma_md_config_t;
@@ -99,6 +86,9 @@ typedef struct {
 extern uct_component_t *gdrpipe_rdma_component;
 void gdrpipe_rdma_register(void);
 void gdrpipe_rdma_unregister(void);
+/* rdma_fake.c: the test-only fake fabric in place of the RDMA devices when
+ * the test suite's environment asks for it (before UCX lists the devices) */
+void gdrpipe_rdma_fake_apply(void);
 
 ucs_status_t gdrpipe_rdma_iface_open(uct_md_h md, uct_worker_h worker,
                                      const uct_iface_params_t *params,

@@ -11,58 +11,9 @@
 
 static const char *gdrpipe_rdma_path_names[] = {"auto", "direct", "staged", NULL};
 
-/* The test-only fake fabric's settings: shown in ucx_info -c with the MD's,
- * and parsed on their own from the environment when UCX first lists the
- * devices (before any MD configuration exists). */
-static ucs_config_field_t gdrpipe_rdma_fake_config_table[] = {
-    {"FAKE", "n",
-     "TEST ONLY. Replace the RDMA devices by an in-process fake fabric (one\n"
-     "device, port fake0:1) so that endpoints of one process can connect over\n"
-     "this transport without an RDMA NIC. Read from the environment when UCX\n"
-     "queries the resources. Never set this in production; release builds\n"
-     "ignore it unless built with -Drdma_fake=enabled.",
-     ucs_offsetof(gdrpipe_rdma_fake_opts_t, enable), UCS_CONFIG_TYPE_BOOL},
-
-    {"FAKE_DMABUF", "y",
-     "TEST ONLY (with FAKE). The fake device accepts dma-buf registrations of\n"
-     "device memory; 'n' leaves device memory to the staged path.",
-     ucs_offsetof(gdrpipe_rdma_fake_opts_t, dmabuf), UCS_CONFIG_TYPE_BOOL},
-
-    {"FAKE_FAIL_AFTER", "0",
-     "TEST ONLY (with FAKE). The n-th transfer started in the process forces\n"
-     "its queue pair into the error state (0: never).",
-     ucs_offsetof(gdrpipe_rdma_fake_opts_t, fail_after), UCS_CONFIG_TYPE_UINT},
-
-    {"FAKE_LATENCY", "1",
-     "TEST ONLY (with FAKE). Latency of every fake operation, microseconds.",
-     ucs_offsetof(gdrpipe_rdma_fake_opts_t, latency_us), UCS_CONFIG_TYPE_DOUBLE},
-
-    {"FAKE_BW", "0",
-     "TEST ONLY (with FAKE). Bandwidth of the fake fabric, GB/s (0: unlimited).",
-     ucs_offsetof(gdrpipe_rdma_fake_opts_t, bw_gbps), UCS_CONFIG_TYPE_DOUBLE},
-
-    {"FAKE_DEV_BW", "0",
-     "TEST ONLY (with FAKE). Bandwidth of fake operations touching device memory\n"
-     "(the NIC's access to GPU memory), GB/s (0: FAKE_BW). Below FAKE_BW it makes\n"
-     "the staged path win for large messages (THRESH=auto measures where).",
-     ucs_offsetof(gdrpipe_rdma_fake_opts_t, dev_bw_gbps), UCS_CONFIG_TYPE_DOUBLE},
-
-    {"FAKE_MODELED_CLOCK", "n",
-     "TEST ONLY (with FAKE). The fake fabric's time is modeled: operations take\n"
-     "exactly their latency and bandwidth, and the clock moves only when the\n"
-     "process has nothing to progress, so calibrations are exact and do not\n"
-     "depend on the machine's load.",
-     ucs_offsetof(gdrpipe_rdma_fake_opts_t, modeled_clock), UCS_CONFIG_TYPE_BOOL},
-
-    {NULL}
-};
-
 static ucs_config_field_t gdrpipe_rdma_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_rdma_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
-
-    {"", "", NULL, ucs_offsetof(gdrpipe_rdma_md_config_t, fake),
-     UCS_CONFIG_TYPE_TABLE(gdrpipe_rdma_fake_config_table)},
 
     {"RCACHE_MAX_REGIONS", "inf",
      "Bound of each registration cache (host, device) in regions.",
@@ -140,40 +91,6 @@ static ucs_config_field_t gdrpipe_rdma_iface_config_table[] = {
     {NULL}
 };
 
-/* The test-only fake fabric is chosen before any device is listed, so its
- * settings are parsed from the environment here, by their own table. */
-static void gdrpipe_rdma_apply_fake(void)
-{
-    gdrpipe_rdma_fake_opts_t opts;
-    gp_rdma_fake_config_t fc;
-
-    if (ucs_config_parser_fill_opts(&opts, gdrpipe_rdma_fake_config_table, "UCX_",
-                                    GDRPIPE_RDMA_CONFIG_PREFIX, 0) != UCS_OK) {
-        ucs_error("gdrpipe_rdma: invalid UCX_GDRPIPE_RDMA_FAKE* settings: ignored");
-        return;
-    }
-    if (opts.enable && !GDRPIPE_RDMA_FAKE_ALLOWED) {
-        static int said;
-        if (!said) {
-            said = 1;
-            ucs_error("gdrpipe_rdma: UCX_GDRPIPE_RDMA_FAKE is a test setting, left out of "
-                      "this build (meson -Drdma_fake=enabled): ignored, real devices only");
-        }
-    } else if (opts.enable) {
-        memset(&fc, 0, sizeof(fc));
-        fc.dmabuf                = opts.dmabuf;
-        fc.fail_after            = opts.fail_after;
-        fc.latency_us            = opts.latency_us;
-        fc.bandwidth_gbps        = opts.bw_gbps;
-        fc.device_bandwidth_gbps = opts.dev_bw_gbps;
-        fc.modeled_clock         = opts.modeled_clock;
-        if (gp_rdma_use_fake(&fc) != 0) {
-            ucs_warn("gdrpipe_rdma: UCX_GDRPIPE_RDMA_FAKE set too late: real devices in use");
-        }
-    }
-    ucs_config_parser_release_opts(&opts, gdrpipe_rdma_fake_config_table);
-}
-
 static ucs_status_t gdrpipe_rdma_query_md_resources(uct_component_t *component,
                                                     uct_md_resource_desc_t **resources_p,
                                                     unsigned *num_resources_p)
@@ -182,7 +99,7 @@ static ucs_status_t gdrpipe_rdma_query_md_resources(uct_component_t *component,
     uct_md_resource_desc_t *res;
     int i, n;
 
-    gdrpipe_rdma_apply_fake();
+    gdrpipe_rdma_fake_apply();
     n = gp_rdma_list_ports(ports, GDRPIPE_RDMA_MAX_PORTS);
     if (n > GDRPIPE_RDMA_MAX_PORTS) {
         ucs_diag("gdrpipe_rdma: %d ports, using the first %d", n, GDRPIPE_RDMA_MAX_PORTS);

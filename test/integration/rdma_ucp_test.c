@@ -1,13 +1,13 @@
 /* rdma_ucp_test: the plugin's RDMA transport (gdrpipe_rdma) under raw UCP in
  * ONE process: two workers of one context connected to each other over the
- * test-only fake fabric (UCX_GDRPIPE_RDMA_FAKE=y), tcp carrying UCP's active
+ * test-only fake fabric (GDRPIPE_TEST_RDMA_FAKE=y), tcp carrying UCP's active
  * messages and wireup. Runs tag send/recv (rendezvous over the RDMA lane) and
  * put/get with data verification, then checks from the core's counters
  * (gp_rdma_get_stats, exported by the plugin) that the bytes went over the
  * RDMA wire by the expected path.
  *   --cuda             buffers are device memory (CUDA simulator)
  *   --expect PATH      direct | staged | dmabuf (direct with dma-buf MRs)
- *   --fault            UCX_GDRPIPE_RDMA_FAKE_FAIL_AFTER must make a put fail:
+ *   --fault            GDRPIPE_TEST_RDMA_FAKE_FAIL_AFTER must make a put fail:
  *                      UCP reports an error (request or endpoint), no crash
  *   --max N            largest message (default 4 MiB)
  *   --workers N        N workers connected all-to-all (N*(N-1) endpoints),

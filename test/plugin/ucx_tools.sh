@@ -20,14 +20,19 @@ check "without the plugin there is no gdrpipe" \
 # the RDMA transport: no RDMA device here -> no resource, nothing logged
 check "no RDMA device: no gp_rdma resource and no RDMA message" \
     bash -c "! grep -qiE 'gp_rdma|gdrpipe_rdma|rdma:' <<< \"\$0\"" "$info_d"
-info_fake=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y ucx_info -d 2>&1)
-check "UCX_GDRPIPE_RDMA_FAKE=y (test only) lists gp_rdma on fake0:1" \
+info_fake=$(LD_PRELOAD=$plugin GDRPIPE_TEST_RDMA_FAKE=y ucx_info -d 2>&1)
+check "GDRPIPE_TEST_RDMA_FAKE=y (test only) lists gp_rdma on fake0:1" \
     grep -qzE "Transport: gp_rdma[[:space:]]+#[[:space:]]+Device: fake0:1" <<< "$info_fake"
+info_bad=$(LD_PRELOAD=$plugin GDRPIPE_TEST_RDMA_FAKE=y GDRPIPE_TEST_RDMA_FAKE_BW=fast \
+    ucx_info -d 2>&1)
+check "an invalid GDRPIPE_TEST_RDMA_FAKE_BW is refused by name, and no fake device" \
+    bash -c 'grep -q "invalid GDRPIPE_TEST_RDMA_FAKE_BW=fast" <<< "$1" && ! grep -q fake0:1 <<< "$1"' \
+    _ "$info_bad"
 # a build without the fake (release, unless -Drdma_fake=enabled) refuses it
 # with one error and lists no fake device
 if [ -n "${NOFAKE_PLUGIN:-}" ]; then
-    info_nofake=$(LD_PRELOAD=$NOFAKE_PLUGIN UCX_GDRPIPE_RDMA_FAKE=y ucx_info -d 2>&1)
-    check "a build without the fake fabric ignores UCX_GDRPIPE_RDMA_FAKE=y" \
+    info_nofake=$(LD_PRELOAD=$NOFAKE_PLUGIN GDRPIPE_TEST_RDMA_FAKE=y ucx_info -d 2>&1)
+    check "a build without the fake fabric ignores GDRPIPE_TEST_RDMA_FAKE=y" \
         bash -c "! grep -q 'fake0:1' <<< \"\$0\"" "$info_nofake"
     check "... with one error line naming the build option" \
         bash -c '[ "$(grep -c "left out of this build (meson -Drdma_fake=enabled)" <<< "$1")" = 1 ]' \
@@ -37,18 +42,18 @@ fi
 # the GPUDirect RDMA mode, probed once, is logged at md open (ucx_info -d has
 # no free-text field for an MD or resource; UCX_LOG_LEVEL=info shows it)
 mode_line() { grep -E "gdrpipe_rdma: fake0:1: GPUDirect RDMA mode: $1\$" <<< "$2" > /dev/null; }
-info_mode=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y UCX_LOG_LEVEL=info \
+info_mode=$(LD_PRELOAD=$plugin GDRPIPE_TEST_RDMA_FAKE=y UCX_LOG_LEVEL=info \
     UCX_GDRPIPE_CUDA_LIB=/nonexistent/libcuda.so.1 ucx_info -d 2>&1)
 check "ucx_info -d (log level info) shows the GPUDirect mode: none without CUDA" \
     mode_line none "$info_mode"
 check "the mode is probed once per process" \
     bash -c '[ "$(grep -c "GPUDirect RDMA through\|no GPUDirect RDMA" <<< "$1")" = 1 ]' _ "$info_mode"
 if [ -n "$cudasim" ] && [ -r "$cudasim" ]; then
-    info_mode=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y UCX_LOG_LEVEL=info \
+    info_mode=$(LD_PRELOAD=$plugin GDRPIPE_TEST_RDMA_FAKE=y UCX_LOG_LEVEL=info \
         UCX_GDRPIPE_CUDA_LIB=$cudasim ucx_info -d 2>&1)
     check "ucx_info -d shows the GPUDirect mode: dma-buf with a dma-buf GPU" \
         mode_line dma-buf "$info_mode"
-    info_mode=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_FAKE=y UCX_GDRPIPE_RDMA_FAKE_DMABUF=n \
+    info_mode=$(LD_PRELOAD=$plugin GDRPIPE_TEST_RDMA_FAKE=y GDRPIPE_TEST_RDMA_FAKE_DMABUF=n \
         UCX_LOG_LEVEL=info UCX_GDRPIPE_CUDA_LIB=$cudasim ucx_info -d 2>&1)
     check "ucx_info -d shows the GPUDirect mode: none when the NIC refuses dma-bufs" \
         mode_line none "$info_mode"
@@ -57,12 +62,14 @@ else
 fi
 
 info_c=$(LD_PRELOAD=$plugin ucx_info -c 2>&1)
-for v in PATH THRESH CHUNK_SIZE SLOTS SEG_SIZE FAKE; do
+for v in PATH THRESH CHUNK_SIZE SLOTS SEG_SIZE; do
     check "ucx_info -c shows UCX_GDRPIPE_RDMA_$v" grep -q "^UCX_GDRPIPE_RDMA_$v=" <<< "$info_c"
 done
+# the fake fabric's settings are the test suite's own, not UCX's configuration
+check "ucx_info -c shows no test-only setting (no UCX_GDRPIPE_RDMA_FAKE*)" \
+    bash -c '! grep -q "^UCX_GDRPIPE_RDMA_FAKE" <<< "$1"' _ "$info_c"
 # RDMA_THRESH=auto (default): per (GPU, port) calibration, its own settings
-for v in THRESH=auto CALIBRATE=auto CALIB_DIR= CALIB_BUDGET= CALIB_WAIT= CALIB_MAX_SIZE= \
-         FAKE_LATENCY= FAKE_BW= FAKE_DEV_BW=; do
+for v in THRESH=auto CALIBRATE=auto CALIB_DIR= CALIB_BUDGET= CALIB_WAIT= CALIB_MAX_SIZE=; do
     check "ucx_info -c shows UCX_GDRPIPE_RDMA_$v..." grep -q "^UCX_GDRPIPE_RDMA_$v" <<< "$info_c"
 done
 set_r=$(LD_PRELOAD=$plugin UCX_GDRPIPE_RDMA_THRESH=inf UCX_GDRPIPE_RDMA_CALIBRATE=off ucx_info -c 2>&1)
