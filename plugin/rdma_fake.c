@@ -24,7 +24,6 @@
 #include "rdma.h"
 
 #include <ucs/config/parser.h>
-#include <ucs/debug/log.h>
 #include <stdlib.h>
 #include <string.h>
 

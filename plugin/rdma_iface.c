@@ -21,7 +21,8 @@ static ucs_status_t gdrpipe_rdma_iface_query(uct_iface_h tl_iface, uct_iface_att
                             UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
                             UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
                             UCT_IFACE_FLAG_PENDING |
-                            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+                            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                            GDRPIPE_UCX_IFACE_FLAG_INTER_NODE;
     attr->cap.event_flags = 0;
 
     gdrpipe_iface_fill_rma_caps(attr, iface->seg_size, iface->seg_size, 0, iface->seg_size, 1);
