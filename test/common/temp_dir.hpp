@@ -2,7 +2,7 @@
 // when the object goes out of scope. (Unit tests get test/common on their
 // include path through catch_main_dep.)
 #pragma once
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cstdlib>
 #include <filesystem>

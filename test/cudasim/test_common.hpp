@@ -5,7 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 #include <chrono>
 #include <cstdio>
 #include <functional>

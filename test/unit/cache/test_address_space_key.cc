@@ -1,7 +1,7 @@
 // AddressSpaceKey ordering/hash and AddrRange helpers.
 #include <gdrpipe/cache/address_space_key.hpp>
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <map>
 #include <unordered_set>

@@ -1,7 +1,7 @@
 // Region cache: lookup, widening, merging, invalidation, staleness, spaces.
 #include "fake_pinner.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 using namespace gdrpipe::cache;
 using gdrpipe::cache::test::FakePinner;

@@ -2,7 +2,7 @@
 // never evicted, exact counters.
 #include "fake_pinner.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 using namespace gdrpipe::cache;
 using gdrpipe::cache::test::FakePinner;

@@ -6,7 +6,7 @@
 #include "epoch.hpp"
 #include "fake_pinner.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <atomic>
 #include <memory>

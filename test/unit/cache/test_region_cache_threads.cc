@@ -2,7 +2,7 @@
 // pin, and a multi-threaded stress test against a shadow model.
 #include "fake_pinner.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <chrono>
 #include <random>

@@ -7,7 +7,7 @@
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/driver.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <unistd.h>
 

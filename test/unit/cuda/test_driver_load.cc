@@ -3,7 +3,7 @@
 // missing-entry paths.
 #include "gdrpipe/cuda/driver.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cstdlib>
 #include <set>

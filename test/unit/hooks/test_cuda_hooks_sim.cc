@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 #include <cstdlib>
 #include <cuda.h>
 #include <dlfcn.h>

@@ -3,7 +3,7 @@
 #include "gdrpipe/hooks/patcher.hpp"
 
 #include <atomic>
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 #include <cstring>
 #include <thread>
 #include <vector>

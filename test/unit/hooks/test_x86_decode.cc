@@ -2,7 +2,7 @@
 #include "gdrpipe/hooks/patcher.hpp"
 #include "gdrpipe/hooks/x86_decode.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 #include <cstring>
 #include <vector>
 

@@ -8,7 +8,7 @@
 #include "calib_keys.hpp"
 #include "temp_dir.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -4,7 +4,7 @@
 #include "gdrpipe/model/calibrate.hpp"
 #include "gdrpipe/model/cost_model.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <atomic>
 #include <cmath>

@@ -2,7 +2,7 @@
 #include "gdrpipe/model/cost_model.hpp"
 #include "gdrpipe/model/robust_stats.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cmath>
 #include <functional>

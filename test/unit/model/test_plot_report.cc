@@ -5,7 +5,7 @@
 #include "gdrpipe/model/plot_svg.hpp"
 #include "gdrpipe/model/report.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cstdio>
 #include <fstream>

@@ -10,7 +10,7 @@
 #include "gdrpipe/cuda/driver.hpp"
 #include "gdrpipe/pipeline/engine.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cuda.h>
 #include <poll.h>

@@ -7,7 +7,7 @@
 
 #include "../cuda/sim_fixture.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -6,7 +6,7 @@
 
 #include "temp_dir.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <filesystem>
 #include <string>

@@ -3,7 +3,7 @@
 // interpolation, the corrected rule, and the sampling state of one pair.
 #include "gdrpipe/pipeline/online_check.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cmath>
 #include <string>

@@ -4,7 +4,7 @@
 // must stay where the checked shape put them, inside the mapping.
 #include "gdrpipe/pipeline/ring.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -5,7 +5,7 @@
 #include <gdrpipe/rdma/fake_backend.hpp>
 #include <gdrpipe/rdma/transfer.hpp>
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <atomic>
 #include <chrono>

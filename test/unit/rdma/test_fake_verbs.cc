@@ -1,7 +1,7 @@
 // The fake verbs device itself: the behaviour the layers above rely on.
 #include <gdrpipe/rdma/fake_backend.hpp>
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cerrno>
 #include <sys/mman.h>

@@ -3,7 +3,7 @@
 #include <gdrpipe/rdma/gpudirect.hpp>
 #include <gdrpipe/rdma/verbs.hpp>
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cerrno>
 #include <cstdlib>

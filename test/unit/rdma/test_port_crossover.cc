@@ -9,7 +9,7 @@
 
 #include "free_copier.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cstdlib>
 #include <filesystem>

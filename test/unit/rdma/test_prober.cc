@@ -15,7 +15,7 @@
 
 #include "free_copier.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cstring>
 #include <vector>

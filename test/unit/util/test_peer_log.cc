@@ -3,7 +3,7 @@
 #include "gdrpipe/capi.h"
 #include "gdrpipe/log.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <string>
 #include <vector>

@@ -3,7 +3,7 @@
 #include "gdrpipe/secret_token.hpp"
 #include "gdrpipe/siphash.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // wire::open_peer_fd / same_peer_file against a forked child's descriptors.
 #include "gdrpipe/wire/peer_fd.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <sys/mman.h>
 #include <sys/wait.h>

@@ -2,7 +2,7 @@
 
 #include "gdrpipe/bytes.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cstring>
 #include <random>

@@ -6,7 +6,7 @@
 #include "gdrpipe/wire/sealed_memfd.hpp"
 #include "gdrpipe/wire/shm_iface.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

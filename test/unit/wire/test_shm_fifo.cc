@@ -1,7 +1,7 @@
 #include "gdrpipe/wire/shm_fifo.hpp"
 #include "gdrpipe/wire/shm_iface.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <sys/mman.h>
 #include <sys/wait.h>

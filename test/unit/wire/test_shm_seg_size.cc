@@ -5,7 +5,7 @@
 // both sizes; everything else must work.
 #include "gdrpipe/wire/shm_iface.hpp"
 
-#include <catch2/catch.hpp>
+#include "gp_catch.hpp"
 
 #include <cstring>
 #include <string>
