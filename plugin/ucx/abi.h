@@ -100,7 +100,7 @@ uct_md_ops_t *gdrpipe_ucx_md_ops(gdrpipe_ucx_md_ops_t *ops,
 
 /* ---- interfaces ------------------------------------------------------------ */
 
-/* what a transport between hosts says of itself (UCX >= 1.17 uses only
+/* what a transport between hosts says of itself (UCX >= 1.18 uses only
  * transports with this flag between nodes; earlier ones have no flag) */
 #ifdef UCT_IFACE_FLAG_INTER_NODE
 #define GDRPIPE_UCX_IFACE_FLAG_INTER_NODE UCT_IFACE_FLAG_INTER_NODE

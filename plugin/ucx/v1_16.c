@@ -49,6 +49,12 @@ int gdrpipe_ucx_abi_usable(char *why, size_t max)
                  gdrpipe_ucx_abi_name, major, minor, release);
         return 0;
     }
+    if ((uct_base_ep_is_connected == NULL) || (uct_iface_scope_is_reachable == NULL) ||
+        (ucs_mpool_params_reset == NULL)) {
+        snprintf(why, max, "the loaded UCX %u.%u.%u lacks functions of UCX %s: not "
+                 "registering", major, minor, release, gdrpipe_ucx_abi_name);
+        return 0;
+    }
     if (gdrpipe_ucx_stats_build()) {
         snprintf(why, max, "the loaded UCX %u.%u.%u was built with statistics, which "
                  "changes the layouts gdrpipe uses: not registering", major, minor,

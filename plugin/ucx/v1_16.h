@@ -212,11 +212,18 @@ struct uct_iface_internal_ops {
 };
 
 /* UCX's own: the estimate from iface_query, an endpoint's connection by
- * its interface's reachability, the reachability scope (same device) */
+ * its interface's reachability, the reachability scope (same device), a
+ * memory pool's default parameters. The last three came with these
+ * versions: weak, so that the plugin loads (and refuses, when they are
+ * missing) under a UCX without them, and links against an older one's
+ * libraries when built from another version's headers. */
 ucs_status_t uct_base_iface_estimate_perf(uct_iface_h iface, uct_perf_attr_t *perf);
 int uct_base_ep_is_connected(const uct_ep_h ep,
-                             const uct_ep_is_connected_params_t *params);
+                             const uct_ep_is_connected_params_t *params)
+        __attribute__((weak));
 int uct_iface_scope_is_reachable(const uct_iface_h iface,
-                                 const uct_iface_is_reachable_params_t *params);
+                                 const uct_iface_is_reachable_params_t *params)
+        __attribute__((weak));
+void ucs_mpool_params_reset(ucs_mpool_params_t *params) __attribute__((weak));
 
 #endif
