@@ -14,66 +14,71 @@ static ucs_config_field_t gdrpipe_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
+    /* Another path selects another driver, e.g. the CUDA-driver simulator of
+     * the test suite. Read from the environment at load time, before UCX parses
+     * its configuration (cuda/driver.hpp). */
     {"CUDA_LIB", "libcuda.so.1",
-     "CUDA driver library to load at run time. Another path selects another\n"
-     "driver, e.g. the CUDA-driver simulator the test suite uses. Read from the\n"
-     "environment at load time, before UCX parses its configuration.",
+     "CUDA driver library to load at run time (read from "
+     "the environment when the plugin loads).",
      ucs_offsetof(gdrpipe_md_config_t, cuda_lib), UCS_CONFIG_TYPE_STRING},
 
+    /* Pools created with POSIX-fd handles (cuMemPoolExportPointer). The importer
+     * closes each imported pointer when its transfer completes (CUDA requires
+     * importers to free before the exporter does). Default pools cannot be
+     * exported and go staged. */
     {"POOL_IPC", "y",
-     "Share memory of exportable stream-ordered pools (pools created with POSIX-fd\n"
-     "handles; cuMemPoolExportPointer) for the direct path. The importer closes each\n"
-     "imported pointer when its transfer completes (CUDA requires importers to free\n"
-     "before the exporter frees). Default pools cannot be exported and go staged.\n"
-     "n: all pool memory goes through the staged pipeline.",
+     "Share memory of exportable stream-ordered pools for the "
+     "direct path (n: pool memory goes staged).",
      ucs_offsetof(gdrpipe_md_config_t, pool_ipc), UCS_CONFIG_TYPE_BOOL},
 
+    /* Through gdrpipe's direct or staged path (one copy), whatever UCX_RNDV_THRESH
+     * says for host memory; below it (inf: below UCP's own thresholds) UCP packs
+     * each message through the copy device and the receiver unpacks it. Default
+     * 2 (auto: the same): a 1-byte message (an acknowledgement, a flag) stays
+     * eager; with two ranks on one GPU, osu_bw's 1-byte acknowledgement by
+     * rendezvous halved its rate from 16 KiB to 4 MiB. Applies to endpoints whose
+     * rendezvous goes through gdrpipe, to contiguous buffers; needs the plugin
+     * preloaded (gdrpipe-run does; ucp_send.c). */
     {"DEVICE_RNDV_THRESH", "2",
-     "UCP protocol v1 tag sends of device memory of this size or more go by rendezvous\n"
-     "(through gdrpipe's direct or staged path, one copy), whatever UCX_RNDV_THRESH says\n"
-     "for host memory. inf: device sends follow UCP's own thresholds (below them UCP\n"
-     "packs each message through the copy device, and the receiver unpacks it).\n"
-     "Default 2: a 1-byte message (an acknowledgement, a flag) stays eager; with two\n"
-     "ranks on one GPU, osu_bw's 1-byte acknowledgement by rendezvous halved its\n"
-     "rate from 16 KiB to 4 MiB (auto: the default). Applies to endpoints whose\n"
-     "rendezvous goes through gdrpipe, to contiguous buffers; needs the plugin\n"
-     "preloaded (gdrpipe-run does).",
+     "Tag sends of device memory from this size go by rendezvous "
+     "through gdrpipe (UCP v1; inf: UCP's thresholds).",
      ucs_offsetof(gdrpipe_md_config_t, device_rndv_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
+    /* A window: a device tag send that follows another device tag send or a
+     * posted device tag receive of the same thread with no progress of gdrpipe's
+     * wire in between (their copies go in one batched launch); a lone one (an
+     * acknowledgement) stays eager. */
     {"DEVICE_RNDV_BURST", "y",
-     "A device tag send below DEVICE_RNDV_THRESH goes by rendezvous too when it\n"
-     "follows another device tag send or a posted device tag receive of the same\n"
-     "thread with no progress of gdrpipe's wire in between (a window of sends, an\n"
-     "exchange: their copies go in one batched launch); a lone one (an\n"
-     "acknowledgement) stays eager. n: the threshold alone.",
+     "Device tag sends below DEVICE_RNDV_THRESH in a window of sends "
+     "go by rendezvous too (n: the threshold alone).",
      ucs_offsetof(gdrpipe_md_config_t, device_rndv_burst), UCS_CONFIG_TYPE_BOOL},
 
+    /* Endpoints created with a peer's address and without an error handler (Open
+     * MPI 4.1 creates all of its endpoints so). exit: the process logs the error
+     * and ends with status 1, so that the launcher ends the job; without it a rank
+     * waiting for a peer whose link went down waits forever (UCP fails only the
+     * sends pending on the endpoint). A peer that closed its connection or ended
+     * does not end the process. Endpoints the program has closed, client/server
+     * endpoints and endpoints with their own handler are never concerned. Needs
+     * the plugin preloaded (ucp_ep_err.c). */
     {"UNHANDLED_EP_ERROR", "exit",
-     "What a failed TCP connection does to a UCP endpoint that was created with a\n"
-     "peer's address and without an error handler (Open MPI 4.1 creates all of its\n"
-     "endpoints so):\n"
-     " exit - the process logs the error and ends with status 1, so that the launcher\n"
-     "        ends the job (MPI_ERRORS_ARE_FATAL). Without it a rank waiting for a\n"
-     "        peer whose link went down waits forever: UCP fails only the sends\n"
-     "        pending on the endpoint. A peer that closed its connection or ended\n"
-     "        (UCX reports it the same way) does not end the process.\n"
-     " none - left to UCX (a \"diag\" message; the endpoint's sends fail).\n"
-     "Endpoints the program has closed, client/server endpoints and endpoints with\n"
-     "their own handler are never concerned. Needs the plugin preloaded (gdrpipe-run).",
+     "What a failed TCP connection does to a UCP endpoint without "
+     "an error handler: exit, or none (left to UCX).",
      ucs_offsetof(gdrpipe_md_config_t, unhandled_ep_error),
      UCS_CONFIG_TYPE_ENUM(gdrpipe_ep_err_names)},
 
+    /* For UCX's tcp transport and tcp connection manager: a connection whose
+     * peer acknowledges nothing while data waits fails this long after the
+     * kernel's first retransmission (TCP_USER_TIMEOUT, set only while
+     * retransmitting; otherwise net.ipv4.tcp_retries2, about 15 minutes), and
+     * accepted sockets, where UCX 1.13 enables no keepalive, probe an idle peer
+     * from a third of it on. A peer that is alive but does not read (its window
+     * full) answers the kernel's probes and is never failed. The endpoint's error
+     * then reaches UCP (UNHANDLED_EP_ERROR). Needs the plugin preloaded
+     * (tcp_bound.c). */
     {"TCP_TIMEOUT", "30s",
-     "A bound on a silent peer for the TCP connections of UCX's tcp transport (and its\n"
-     "tcp connection manager): a connection whose peer acknowledges nothing while data\n"
-     "waits fails this long after the kernel's first retransmission (TCP_USER_TIMEOUT,\n"
-     "set only while retransmitting; otherwise net.ipv4.tcp_retries2, about 15\n"
-     "minutes), and accepted sockets, where UCX 1.13 enables no keepalive, probe an\n"
-     "idle peer from a third of it on. A peer that is alive but does not read (its\n"
-     "window full) answers the kernel's probes and is never failed. A thread watches\n"
-     "the sockets a few times per bound. The endpoint's error then reaches UCP (see\n"
-     "UNHANDLED_EP_ERROR). inf: UCX's sockets as UCX makes them. Needs the plugin\n"
-     "preloaded (gdrpipe-run).",
+     "A TCP connection of UCX fails when its peer acknowledges "
+     "nothing for this long (inf: UCX's own sockets).",
      ucs_offsetof(gdrpipe_md_config_t, tcp_timeout), UCS_CONFIG_TYPE_TIME},
 
     {NULL}
@@ -85,15 +90,14 @@ static ucs_config_field_t gdrpipe_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdrpipe_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
+    /* A peer with smaller elements is refused at connection time. */
     {"SEG_SIZE", "8k",
-     "Payload size of one shared-memory FIFO element: the largest active\n"
-     "message sent by copy (short and bcopy). Must be the same in every process:\n"
-     "a peer with smaller elements is refused at connection time.",
+     "Payload of one FIFO element: the largest active message "
+     "sent by copy (the same in every process).",
      ucs_offsetof(gdrpipe_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"FIFO_SIZE", "256",
-     "Number of elements in each interface's receive FIFO (rounded up to a\n"
-     "power of two).",
+     "Elements in each interface's receive FIFO (rounded up to a power of two).",
      ucs_offsetof(gdrpipe_iface_config_t, fifo_size), UCS_CONFIG_TYPE_UINT},
 
     {"BW", "12000MBs",
@@ -116,66 +120,65 @@ static ucs_config_field_t gdrpipe_iface_config_table[] = {
      "Latency of one device/host copy (launch, copy, completion) reported to UCX.",
      ucs_offsetof(gdrpipe_iface_config_t, copy_latency), UCS_CONFIG_TYPE_TIME},
 
+    /* auto and direct go staged wherever the direct path (CUDA IPC peer copy) is
+     * impossible: no peer access, memory that cannot be shared. */
     {"PATH", "auto",
-     "How GPU memory moves between processes:\n"
-     " auto   - direct (CUDA IPC peer copy) below UCX_GDRPIPE_THRESH, staged from it on;\n"
-     "          staged whenever the direct path is impossible (no peer access, memory\n"
-     "          that cannot be shared)\n"
-     " direct - always direct where possible\n"
-     " staged - always the host-staged pipeline",
+     "How GPU memory moves between processes: auto (direct below "
+     "THRESH, staged from it), direct or staged.",
      ucs_offsetof(gdrpipe_iface_config_t, path), UCS_CONFIG_TYPE_ENUM(gdrpipe_path_names)},
 
+    /* auto: measured per pair of GPUs at the first transfer between them, or read
+     * from the calibration cache (CALIBRATE); direct when both buffers are on one
+     * GPU, staged when peer access is impossible. */
     {"THRESH", "auto",
-     "Message size from which the staged pipeline is used in PATH=auto.\n"
-     " auto - measured per pair of GPUs at the first transfer between them (or read\n"
-     "        from the calibration cache, see UCX_GDRPIPE_CALIBRATE); direct when both\n"
-     "        buffers are on one GPU, staged when peer access is impossible\n"
-     " inf  - direct wherever it works\n"
-     " SIZE - the same fixed threshold for every pair",
+     "Size from which PATH=auto stages GPU transfers: auto "
+     "(measured per GPU pair), inf (never) or a size.",
      ucs_offsetof(gdrpipe_iface_config_t, thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"", "", NULL, ucs_offsetof(gdrpipe_iface_config_t, calib),
      UCS_CONFIG_TYPE_TABLE(gdrpipe_calib_config_table)},
 
     {"CALIB_MAX_SIZE", "64m",
-     "Largest message size measured by the calibration (device memory of this\n"
-     "size is allocated on both GPUs while it runs).",
+     "Largest size the calibration measures (allocated on both GPUs while it runs).",
      ucs_offsetof(gdrpipe_iface_config_t, calib_max_size), UCS_CONFIG_TYPE_MEMUNITS},
 
+    /* Size classes (octaves) from 4 KiB to 8 x the calibrated threshold, at least
+     * to 1 MiB: the first transfers of a class that start while nothing else is
+     * in flight alternate the two paths and are timed; after this many of each,
+     * the class's offsets (what real transfers cost beyond the in-process
+     * calibration: control messages, the peer's progress) correct both fitted
+     * curves, the rule is recomputed and the class is cached. */
     {"CALIB_ONLINE", "8",
-     "Check a measured crossover through the peer, per size class (octave) from\n"
-     "4 KiB to 8 x the calibrated threshold, and at least to 1 MiB: the first\n"
-     "transfers of a class that\n"
-     "start while nothing else is in flight alternate the two paths and are\n"
-     "timed; after this many of each, the class's offsets (what the real\n"
-     "transfers cost beyond the in-process calibration: control messages, the\n"
-     "peer's progress) correct both fitted curves, the rule is recomputed and\n"
-     "the class is cached. 0: off.",
+     "Transfers per path that check a measured crossover "
+     "through the peer, per size class (0: no check).",
      ucs_offsetof(gdrpipe_iface_config_t, calib_online), UCS_CONFIG_TYPE_UINT},
 
+    /* The calibrated one when THRESH=auto measured it before the peer's staging
+     * rings were created. */
     {"CHUNK_SIZE", "auto",
-     "Chunk of the staged pipeline (at least 64k). auto: the calibrated one when\n"
-     "THRESH=auto measured it before the peer's staging rings were created, else 2m.",
+     "Chunk of the staged pipeline, at least 64k (auto: the calibrated one, else 2m).",
      ucs_offsetof(gdrpipe_iface_config_t, chunk_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"PIPELINE_DEPTH", "auto",
-     "Staged pipeline chunks in flight per transfer (1-64). auto: the calibrated\n"
-     "depth (see CHUNK_SIZE), else 4.",
+     "Staged pipeline chunks in flight per transfer, 1-64 "
+     "(auto: the calibrated depth, else 4).",
      ucs_offsetof(gdrpipe_iface_config_t, depth), UCS_CONFIG_TYPE_ULUNITS},
 
+    /* The side that waits fails: the requester's operation, or the owner's serving
+     * of it. inf, as for UCX's own rendezvous: a peer busy outside MPI for a long
+     * time is legal; a peer that died is detected anyway (its process is
+     * checked). */
     {"STALL_TIMEOUT", "inf",
-     "A staged transfer that moves nothing this long fails with an error on the\n"
-     "side that waits (the requester's operation, or the owner's serving of it):\n"
-     "a peer that is alive but no longer progresses. inf (default): never, as for\n"
-     "UCX's own rendezvous, since a peer busy outside MPI for a long time is legal;\n"
-     "a peer that died is detected anyway (its process is checked).",
+     "A staged transfer that moves nothing this long fails: "
+     "a peer alive but stuck (inf: never).",
      ucs_offsetof(gdrpipe_iface_config_t, stall_timeout), UCS_CONFIG_TYPE_TIME},
 
+    /* Up to 128 copies per device and launch; the kernel runs on the GPU's SMs
+     * beside the application's kernels. On the copy engine each copy costs about
+     * 5 us of CPU to queue on the H200 machines. */
     {"COPY_KERNEL", "y",
-     "Direct-path device copies started in one progress call go in one launch\n"
-     "of a batched copy kernel per device (up to 128 copies), which runs on the\n"
-     "GPU's SMs beside the application's kernels. n: each copy on the copy\n"
-     "engine (about 5 us of CPU each to queue on the H200 machines).",
+     "Launch the direct-path device copies of one progress call "
+     "as one batched kernel (n: the copy engine).",
      ucs_offsetof(gdrpipe_iface_config_t, copy_kernel), UCS_CONFIG_TYPE_BOOL},
 
     {"RCACHE_MAX_REGIONS", "4096",
@@ -186,10 +189,10 @@ static ucs_config_field_t gdrpipe_iface_config_table[] = {
      "Bound of each pinned-region cache in bytes.",
      ucs_offsetof(gdrpipe_iface_config_t, cache_max_bytes), UCS_CONFIG_TYPE_MEMUNITS},
 
+    /* Transfers and bytes per path, region-cache hits, misses, evictions,
+     * invalidations, bytes pinned, and the plugin's other counters. */
     {"STATS", "n",
-     "Log the data-path counters (transfers and bytes per path, region-cache hits,\n"
-     "misses, evictions, invalidations, bytes pinned) at INFO level when an\n"
-     "interface closes.",
+     "Log the data-path and cache counters at INFO level when an interface closes.",
      ucs_offsetof(gdrpipe_iface_config_t, stats), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}

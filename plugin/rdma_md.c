@@ -38,31 +38,30 @@ static ucs_config_field_t gdrpipe_rdma_iface_config_table[] = {
      "Latency of the RDMA transport reported to UCX (protocol selection).",
      ucs_offsetof(gdrpipe_rdma_iface_config_t, latency), UCS_CONFIG_TYPE_TIME},
 
+    /* direct: RDMA WRITE/READ on registered memory (GPUDirect RDMA for device
+     * memory); staged: the host-staged pipeline. auto and direct go staged
+     * whenever memory cannot be registered. */
     {"PATH", "auto",
-     "How one-sided transfers move over RDMA:\n"
-     " auto   - direct (RDMA WRITE/READ on registered memory, GPUDirect RDMA for\n"
-     "          device memory) below RDMA_THRESH, host-staged pipeline from it on,\n"
-     "          staged whenever memory cannot be registered\n"
-     " direct - direct wherever possible\n"
-     " staged - always the host-staged pipeline",
+     "How transfers move over RDMA: auto (direct below "
+     "THRESH, staged from it), direct or staged.",
      ucs_offsetof(gdrpipe_rdma_iface_config_t, path),
      UCS_CONFIG_TYPE_ENUM(gdrpipe_rdma_path_names)},
 
+    /* auto: measured per local GPU and port at the first device-memory transfer
+     * (loopback through the port), or read from the calibration cache
+     * (RDMA_CALIBRATE); host memory goes direct. A size: the same threshold for
+     * every transfer (inf: direct wherever possible). */
     {"THRESH", "auto",
-     "Message size from which PATH=auto stages transfers of device memory:\n"
-     " auto - measured per local GPU and port at the first device-memory transfer\n"
-     "        (loopback through the port, or from the calibration cache, see\n"
-     "        RDMA_CALIBRATE); host memory goes direct\n"
-     " SIZE - the same fixed threshold for every transfer (inf: direct wherever\n"
-     "        possible)",
+     "Size from which PATH=auto stages device-memory transfers: "
+     "auto (measured per GPU and port) or a size.",
      ucs_offsetof(gdrpipe_rdma_iface_config_t, thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"", "", NULL, ucs_offsetof(gdrpipe_rdma_iface_config_t, calib),
      UCS_CONFIG_TYPE_TABLE(gdrpipe_calib_config_table)},
 
     {"CALIB_MAX_SIZE", "4m",
-     "Largest message size measured by the calibration (two device buffers of\n"
-     "this size on the GPU while it runs).",
+     "Largest size the calibration measures (two device "
+     "buffers of this size while it runs).",
      ucs_offsetof(gdrpipe_rdma_iface_config_t, calib_max_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"CHUNK_SIZE", "1m",
@@ -81,11 +80,12 @@ static ucs_config_field_t gdrpipe_rdma_iface_config_table[] = {
      "Bounce buffers of short/bcopy operations per interface.",
      ucs_offsetof(gdrpipe_rdma_iface_config_t, bounce_count), UCS_CONFIG_TYPE_UINT},
 
+    /* Its own transfers or a peer's it serves: a peer that is alive but no longer
+     * progresses or returns credits. inf, as for UCX's own rendezvous; a link
+     * that fails is reported anyway. */
     {"STALL_TIMEOUT", "inf",
-     "An endpoint with transfers outstanding (its own, or a peer's it serves)\n"
-     "on which nothing moves this long fails with an error: a peer that is alive\n"
-     "but no longer progresses or returns credits. inf (default): never, as for\n"
-     "UCX's own rendezvous; a link that fails is reported anyway.",
+     "An endpoint with transfers outstanding on which "
+     "nothing moves this long fails (inf: never).",
      ucs_offsetof(gdrpipe_rdma_iface_config_t, stall_timeout), UCS_CONFIG_TYPE_TIME},
 
     {NULL}
