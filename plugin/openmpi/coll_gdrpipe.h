@@ -22,12 +22,9 @@
 
 BEGIN_C_DECLS
 
+/* its parameters: coll_gdrpipe_params.h */
 typedef struct mca_coll_gdrpipe_component_t {
     mca_coll_base_component_2_0_0_t super;
-    int priority;
-    int verbose;
-    int device_reduce; /* reductions of device buffers on the GPU (devreduce.h):
-                        * 0 off, 1 always, 2 once device buffers were seen */
 } mca_coll_gdrpipe_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component;

@@ -28,6 +28,7 @@
  *     launcher's success fails the call (MPI_ERR_INTERN): shares already
  *     reduced in place cannot be redone. */
 #include "coll_gdrpipe_devreduce.h"
+#include "coll_gdrpipe_params.h"
 
 #include "gpo_dev.h"
 
@@ -119,7 +120,7 @@ static int local_part(const gp_companion_t *c, const void *sbuf, void *rbuf, siz
     }
     if ((c->dev_export(sbuf, bytes, &rec->skey, err, sizeof(err)) != 0) ||
         (rbuf != NULL && c->dev_export(rbuf, bytes, &rec->rkey, err, sizeof(err)) != 0)) {
-        if (mca_coll_gdrpipe_component.verbose > 1) {
+        if (gpo_coll_params.verbose > 1) {
             opal_output(0, "coll gdrpipe: device reduction: buffers not exported: %s", err);
         }
         return 0;
@@ -257,7 +258,7 @@ static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
 
     /* qualifies by the arguments and by what every rank agreed alike (not
      * by this process's CUDA: a rank without it takes part and says no) */
-    if ((mca_coll_gdrpipe_component.device_reduce <= 0) || !m->all_local || m->red_failed ||
+    if ((gpo_coll_params.device_reduce <= 0) || !m->all_local || m->red_failed ||
         (count <= 0) || (n > GP_REDUCE_MAX_BUFS) || (root >= n) || (type < 0) || (red < 0) ||
         !gp_red_valid((unsigned)type, (unsigned)red) || (m->next.coll_allgather == NULL) ||
         (m->next.coll_allreduce == NULL)) {
@@ -265,7 +266,7 @@ static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     }
     const size_t bytes = (size_t)count * gp_red_type_size((unsigned)type);
     const int has_result = (root < 0) || (root == me);
-    if ((mca_coll_gdrpipe_component.device_reduce >= 2) &&
+    if ((gpo_coll_params.device_reduce >= 2) &&
         !auto_on(c, m, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, comm, rc)) {
         return *rc == OMPI_SUCCESS ? 1 : 0;
     }
@@ -278,7 +279,7 @@ static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     }
     for (int r = 0; r < n; ++r) {
         const int part = (all[r].ok == 1) && (all[r].has_result == ((root < 0) || (root == r)));
-        if (!part && (r == me) && (mca_coll_gdrpipe_component.verbose > 1)) {
+        if (!part && (r == me) && (gpo_coll_params.verbose > 1)) {
             opal_output(0, "coll gdrpipe: %s of %d elements staged: rank %d's buffers cannot "
                         "take part", root < 0 ? "allreduce" : "reduce", count, r);
         }

@@ -2,6 +2,7 @@
  * keeps the function that was there before it (the next module's). */
 #include "coll_gdrpipe.h"
 #include "coll_gdrpipe_funcs.h"
+#include "coll_gdrpipe_params.h"
 #include "coll_gdrpipe_slots.h"
 
 #include "ompi/group/group.h"
@@ -23,7 +24,7 @@ static void report(const mca_coll_gdrpipe_module_t *m)
 {
     const char *stats = getenv("UCX_GDRPIPE_STATS");
     if ((m->red_gpu + m->red_staged == 0) ||
-        ((mca_coll_gdrpipe_component.verbose <= 0) &&
+        ((gpo_coll_params.verbose <= 0) &&
          ((stats == NULL) || ((stats[0] != 'y') && (stats[0] != 'Y') && (stats[0] != '1'))))) {
         return;
     }

@@ -1,0 +1,37 @@
+/* coll/gdrpipe's MCA parameters and their defaults (coll_gdrpipe_params.h). */
+#include "coll_gdrpipe_params.h"
+
+#include "opal/mca/base/mca_base_var.h"
+#include "ompi/constants.h"
+
+gpo_coll_params_t gpo_coll_params = {
+    /* above every module that moves data itself (tuned 30, libnbc 10,
+     * basic 10, self 75), as coll/cuda */
+    .priority = 78,
+    .verbose = 0,
+    .device_reduce = 2,
+};
+
+int gpo_coll_params_register(const mca_base_component_t *component)
+{
+    (void)mca_base_component_var_register(component,
+        "priority", "Priority of coll gdrpipe (device buffers staged through host memory "
+        "around the collectives of the modules below it)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &gpo_coll_params.priority);
+    (void)mca_base_component_var_register(component,
+        "verbose", "Say why coll gdrpipe does not take part (0: silent)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &gpo_coll_params.verbose);
+    (void)mca_base_component_var_register(component,
+        "device_reduce", "Reduce device buffers on the GPU (MPI_Allreduce and MPI_Reduce of the "
+        "predefined operations on integer and floating point types, communicators of up to "
+        "16 processes, all on one host): one process per GPU maps the others' buffers and "
+        "runs one kernel; the ranks agree on it with one small allgather per call. "
+        "0: off (device buffers staged through host memory); 1: every such call; "
+        "2: on communicators once their reductions had device buffers (checked with a "
+        "one-integer allreduce at the 1st, 2nd, 4th, ... 64th such call, then every 64th)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &gpo_coll_params.device_reduce);
+    return OMPI_SUCCESS;
+}

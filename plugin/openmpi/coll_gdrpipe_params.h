@@ -1,0 +1,22 @@
+/* coll/gdrpipe's MCA parameters (coll_gdrpipe_params.c): registered with
+ * the component, read by its module and by the device reductions. */
+#ifndef GDRPIPE_COLL_GDRPIPE_PARAMS_H
+#define GDRPIPE_COLL_GDRPIPE_PARAMS_H
+
+#include "ompi_config.h"
+
+#include "opal/mca/mca.h"
+
+typedef struct gpo_coll_params {
+    int priority;      /* of the module; below 0 it never takes part */
+    int verbose;       /* say why it does not take part (0: silent) */
+    int device_reduce; /* reductions of device buffers on the GPU (devreduce.h):
+                        * 0 off, 1 always, 2 once device buffers were seen */
+} gpo_coll_params_t;
+
+extern gpo_coll_params_t gpo_coll_params;
+
+/* registers them as the component's variables (coll_gdrpipe_priority, ...) */
+int gpo_coll_params_register(const mca_base_component_t *component);
+
+#endif
