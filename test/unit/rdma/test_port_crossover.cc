@@ -111,7 +111,8 @@ TEST_CASE("rdma port crossover: measured where the fabric puts it, then from the
     reset_port_choices();
     Fixture f(penalty(L * 1e6, B / 1e9, Bdev / 1e9));
     const PortCalibration pc = f.calibration();
-    const pipeline::PairChoice &c = port_choice(pc, f.config());
+    const auto cfg = f.config();
+    const pipeline::PairChoice &c = port_choice(pc, cfg);
     REQUIRE(c.origin == pipeline::PairOrigin::measured);
     CHECK(f.allocs == 2);
     CHECK(f.releases == 2); // the prober's buffers are freed after measuring
@@ -131,7 +132,8 @@ TEST_CASE("rdma port crossover: measured where the fabric puts it, then from the
     const std::string cache_path = c.cache_path; // `c` dies with the reset below
     reset_port_choices();
     f.fail_alloc = true; // measuring now would fail
-    const pipeline::PairChoice &again = port_choice(pc, f.config());
+    const auto cfg_again = f.config();
+    const pipeline::PairChoice &again = port_choice(pc, cfg_again);
     CHECK(again.origin == pipeline::PairOrigin::cache);
     CHECK(again.thresh == thresh);
     CHECK(again.describe().find("from cache " + cache_path) != std::string::npos);
@@ -157,7 +159,9 @@ TEST_CASE("rdma port crossover: no prober -> fallback threshold, nothing stored"
     reset_port_choices();
     Fixture f(penalty(10, 2.0, 0.25));
     f.fail_alloc = true;
-    const pipeline::PairChoice &c = port_choice(f.calibration(), f.config());
+    const PortCalibration cal = f.calibration();
+    const auto cfg = f.config();
+    const pipeline::PairChoice &c = port_choice(cal, cfg);
     CHECK(c.origin == pipeline::PairOrigin::fallback);
     CHECK(c.thresh == 12345);
     CHECK(f.cache_files() == 0);
@@ -170,7 +174,8 @@ TEST_CASE("rdma port crossover: calibration off and nothing cached -> fallback",
     Fixture f(penalty(10, 2.0, 0.25));
     auto cfg = f.config();
     cfg.mode = model::CalibMode::off;
-    const pipeline::PairChoice &c = port_choice(f.calibration(), cfg);
+    const PortCalibration cal = f.calibration();
+    const pipeline::PairChoice &c = port_choice(cal, cfg);
     CHECK(c.origin == pipeline::PairOrigin::fallback);
     CHECK(c.thresh == 12345);
     CHECK(f.allocs == 0);
