@@ -58,7 +58,8 @@ if [ ! -x "$root/usr/bin/ucx_info" ]; then
 fi
 bind /proc /proc && bind /dev /dev && bind /dev/shm /dev/shm && bind /sys /sys || exit 1
 bind "$src" /src ro || exit 1
-bind /usr/local/cuda/include /usr/local/cuda/include ro || exit 1
+# the toolkit whole: nvcc builds the kernels the simulator tests run
+bind /usr/local/cuda /usr/local/cuda ro || exit 1
 bind "$build12" /build12 ro || exit 1
 
 echo "== debian13: build (UCX $(chroot "$root" pkg-config --modversion ucx))"
