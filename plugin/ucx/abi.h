@@ -29,6 +29,10 @@ int gdrpipe_ucx_abi_usable(char *why, size_t max);
 /* whether the loaded UCX was built with statistics (not supported) */
 int gdrpipe_ucx_stats_build(void);
 
+/* whether the loaded UCX has every function of it the ABI file calls (the
+ * ones that came with later versions are weak) */
+int gdrpipe_ucx_abi_complete(void);
+
 /* ---- component ----------------------------------------------------------- */
 
 typedef struct gdrpipe_ucx_component_desc {

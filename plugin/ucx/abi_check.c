@@ -12,6 +12,32 @@ int gdrpipe_ucx_stats_build(void)
     return dlsym(RTLD_DEFAULT, "ucs_stats_node_alloc") != NULL;
 }
 
+int gdrpipe_ucx_abi_usable(char *why, size_t max)
+{
+    unsigned major, minor, release;
+
+    ucp_get_version(&major, &minor, &release);
+    if ((major != 1) || (minor < gdrpipe_ucx_abi_minor_first) ||
+        (minor > gdrpipe_ucx_abi_minor_last)) {
+        snprintf(why, max, "gdrpipe was built for UCX %s but the loaded UCX is "
+                 "%u.%u.%u: not registering (build gdrpipe for the installed UCX)",
+                 gdrpipe_ucx_abi_name, major, minor, release);
+        return 0;
+    }
+    if (!gdrpipe_ucx_abi_complete()) {
+        snprintf(why, max, "the loaded UCX %u.%u.%u lacks functions of UCX %s: not "
+                 "registering", major, minor, release, gdrpipe_ucx_abi_name);
+        return 0;
+    }
+    if (gdrpipe_ucx_stats_build()) {
+        snprintf(why, max, "the loaded UCX %u.%u.%u was built with statistics, which "
+                 "changes the layouts gdrpipe uses: not registering", major, minor,
+                 release);
+        return 0;
+    }
+    return 1;
+}
+
 int gdrpipe_ucx_base_iface_check(const uct_base_iface_t *iface,
                                  const uct_iface_internal_ops_t *internal_ops,
                                  uct_md_h md, char *why, size_t max)
