@@ -29,7 +29,8 @@
 #            each of $OSU_VARIANTS (default: "default", gdrpipe-run's own
 #            settings; rendezvous forced, UCX_RNDV_THRESH=0, D D only; a list
 #            without "default" leaves the defaults out), and through BASE_PLUGIN when set
-#            (another build's plugin), $OSU_REPS times each (3), medians in
+#            (another build's plugin), and with UCX_REF without gdrpipe
+#            (column ucxref), $OSU_REPS times each (3), medians in
 #            the tables; then the physical reference; needs OSU_DIR, a folder
 #            holding already built OSU binaries for this MPI (this script
 #            never builds them)
@@ -48,6 +49,11 @@
 #                one log per benchmark, calibration caches and plots
 #   OSU_DIR      OSU micro-benchmarks binaries (searched for osu_latency)
 #   BASE_PLUGIN  a second libuct_gdrpipe.so to compare with (osu section)
+#   UCX_REF      a UCX install (e.g. .device/ucx119, built with CUDA) to compare
+#                with in the osu section: variant ucxref runs the same command
+#                with plain mpirun, $UCX_REF/lib first on LD_LIBRARY_PATH, no
+#                gdrpipe, UCX's defaults and UCX_TLS=$UCX_REF_TLS (default
+#                cuda_ipc,cuda_copy,sm,self); collectives on host buffers only
 #   SWEEP_REPS   how often each proof sweep runs (default 1)
 #   OSU_BENCHES, OSU_REPS, OSU_VARIANTS  the osu section's benchmarks, runs
 #                per setting, and settings: NAME or NAME:ITEM[,ITEM...], an
@@ -280,6 +286,34 @@ if want osu; then
             -x LD_LIBRARY_PATH)
         variants=${OSU_VARIANTS:-default rndv0:UCX_RNDV_THRESH=0}
         [ -z "${BASE_PLUGIN:-}" ] || variants+=" base:GDRPIPE_PLUGIN=$BASE_PLUGIN"
+        # UCX_REF: the same command without gdrpipe, a UCX of its own (its
+        # CUDA transports) under Open MPI's pml ucx, UCX's own defaults
+        if [ -n "${UCX_REF:-}" ]; then
+            if [ ! -e "$UCX_REF/lib/libucp.so.0" ]; then
+                echo "bench.sh: UCX_REF=$UCX_REF holds no lib/libucp.so.0" >&2
+                exit 2
+            fi
+            UCX_REF=$(cd "$UCX_REF" && pwd)
+            variants+=" ucxref"
+        fi
+        REF=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx
+            -x "UCX_TLS=${UCX_REF_TLS:-cuda_ipc,cuda_copy,sm,self}")
+        # rendezvous forced is a device-buffer reference only; Debian's Open
+        # MPI is not CUDA-aware, and without gdrpipe's Open MPI glue its
+        # collectives touch device buffers with the CPU: the UCX reference
+        # runs them on host buffers only
+        skip() {   # skip BENCH TAG VARIANT
+            case $3 in
+            rndv0) [ "$2" = HH ] ;;
+            ucxref)
+                case $1 in
+                osu_latency* | osu_bw* | osu_bibw* | osu_mbw_mr | osu_multi_lat) false ;;
+                *) [ "$2" != HH ] ;;
+                esac
+                ;;
+            *) false ;;
+            esac
+        }
         # one GPU: two ranks time-slice it (~150 us a hand-over), so device
         # latency measures the GPU's context switch, not the transport: only
         # host buffers then
@@ -312,15 +346,20 @@ if want osu; then
                                 esac
                             done
                         fi
-                        # rendezvous forced is a device-buffer reference only
-                        [ "$tag" = HH ] && [ "$vname" = rndv0 ] && continue
+                        ! skip "$b" "$tag" "$vname" || continue
+                        if [ "$vname" = ucxref ]; then
+                            bench "$b-$tag-$vname-r$r" "${OSU_LIMIT:-180}" env -u LD_PRELOAD \
+                                LD_LIBRARY_PATH="$UCX_REF/lib:$LD_LIBRARY_PATH" "${vset[@]}" \
+                                mpirun "${REF[@]}" "${vx[@]}" "${NOPRE[@]}" "$x" ${OSU_ARGS:-} "${vargs[@]}" "${a[@]}"
+                            continue
+                        fi
                         bench "$b-$tag-$vname-r$r" "${OSU_LIMIT:-180}" env GDRPIPE_PLUGIN="$P" "${vset[@]}" \
                             "${GPRUN[@]}" mpirun "${vx[@]}" "${NOPRE[@]}" "$x" ${OSU_ARGS:-} "${vargs[@]}" "${a[@]}"
                     done
                 done
                 for v in $variants; do
                     vname=${v%%:*}
-                    [ "$tag" = HH ] && [ "$vname" = rndv0 ] && continue
+                    ! skip "$b" "$tag" "$vname" || continue
                     median_log "$b-$tag-$vname" "$OUT/$b-$tag-$vname"-r*.log
                 done
             done
@@ -402,7 +441,7 @@ if want osu && [ -n "${OSU_DIR:-}" ]; then
     for b in ${OSU_BENCHES:-osu_latency osu_bw osu_bibw osu_mbw_mr}; do
         cols=()
         for tag in ${OSU_PAIRS:-DD HH}; do
-            for v in ${OSU_VARIANTS:-default rndv0:x tag:x} ${BASE_PLUGIN:+base:x}; do
+            for v in ${OSU_VARIANTS:-default rndv0:x tag:x} ${BASE_PLUGIN:+base:x} ${UCX_REF:+ucxref}; do
                 cols+=("${tag:0:1} ${tag:1:1} ${v%%:*}=$b-$tag-${v%%:*}")
             done
         done
