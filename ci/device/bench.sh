@@ -441,7 +441,7 @@ if want osu && [ -n "${OSU_DIR:-}" ]; then
     for b in ${OSU_BENCHES:-osu_latency osu_bw osu_bibw osu_mbw_mr}; do
         cols=()
         for tag in ${OSU_PAIRS:-DD HH}; do
-            for v in ${OSU_VARIANTS:-default rndv0:x tag:x} ${BASE_PLUGIN:+base:x} ${UCX_REF:+ucxref}; do
+            for v in ${OSU_VARIANTS:-default rndv0:x} ${BASE_PLUGIN:+base:x} ${UCX_REF:+ucxref}; do
                 cols+=("${tag:0:1} ${tag:1:1} ${v%%:*}=$b-$tag-${v%%:*}")
             done
         done
