@@ -89,6 +89,18 @@ static ucs_status_t gdrpipe_shm_iface_get_device_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
+/* whether an address is this interface's own */
+static int gdrpipe_shm_iface_is_own(const uct_iface_h tl_iface,
+                                    const uct_iface_addr_t *iface_addr)
+{
+    gdrpipe_shm_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_shm_iface_t);
+    size_t len                 = gp_shm_address_length();
+    char own[len];
+
+    gp_shm_iface_address(iface->core, own);
+    return memcmp(own, iface_addr, len) == 0;
+}
+
 static int gdrpipe_shm_iface_is_reachable(const uct_iface_h tl_iface,
                                           const uct_device_addr_t *dev_addr,
                                           const uct_iface_addr_t *iface_addr)
@@ -101,6 +113,13 @@ static int gdrpipe_shm_iface_is_reachable(const uct_iface_h tl_iface,
     }
     memcpy(&a, dev_addr, sizeof(a)); /* unaligned in UCP's address */
     if (a.host_id != gdrpipe_host_id()) {
+        return 0;
+    }
+    if (gdrpipe_shm_iface_is_own(tl_iface, iface_addr)) {
+        /* a worker reaches itself by UCX's self transport, and UCP copies
+         * between memory types in one process by the copy transport (which
+         * it would otherwise take the wire for, where the wire's md reaches
+         * device memory) */
         return 0;
     }
     why = gp_shm_check_address(iface_addr, gp_shm_address_length());

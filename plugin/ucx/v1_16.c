@@ -121,6 +121,16 @@ static ucs_status_t gdrpipe_ucx_md_query(uct_md_h md, uct_md_attr_v2_t *attr)
     attr->cache_mem_types        = a.reg_mem_types;
     attr->detect_mem_types       = a.detect_mem_types;
     attr->access_mem_types       = a.access_mem_types;
+    /* protocol v2 gives a buffer of a memory type to a zero-copy lane only
+     * where the lane's md registers that type and needs the local handle,
+     * or reaches that type without one. The wire's transports find the
+     * local buffer's memory themselves and use no local handle: they reach
+     * every type their md registers. (Saying that they need the handle
+     * would send device memory through UCP's registration cache, which
+     * fails on a buffer freed while in flight.) */
+    if (a.flags & UCT_MD_FLAG_NEED_RKEY) {
+        attr->access_mem_types |= a.reg_mem_types;
+    }
     attr->reg_cost               = a.reg_cost;
     attr->rkey_packed_size       = a.rkey_packed_size;
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
