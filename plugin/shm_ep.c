@@ -153,6 +153,19 @@ ucs_status_t gdrpipe_shm_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     return UCS_OK;
 }
 
+/* Whether the peer lives: if not, its transfers fail and UCX is told of
+ * the endpoint's error (through its keepalive helper) */
+static void gdrpipe_shm_ep_peer_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
+{
+    gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
+    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
+
+    if ((iface->xfer != NULL) && !gp_shm_peer_alive(ep->peer)) {
+        gp_xfer_peer_failed(iface->xfer, ep->peer);
+    }
+    uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->pid, flags, comp);
+}
+
 ssize_t gdrpipe_shm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
                                 void *arg, unsigned flags)
 {
@@ -163,6 +176,11 @@ ssize_t gdrpipe_shm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t 
     void *p;
 
     UCT_CHECK_AM_ID(id);
+    if (ucs_unlikely(flags & UCT_SEND_FLAG_PEER_CHECK)) {
+        /* UCP's keepalive message (from UCX 1.16 on, for transports that
+         * connect to interfaces; before, it checked the endpoint) */
+        gdrpipe_shm_ep_peer_check(tl_ep, 0, NULL);
+    }
     p = gdrpipe_shm_ep_reserve(ep, &index);
     if (ucs_unlikely(p == NULL)) {
         return UCS_ERR_NO_RESOURCE;
@@ -464,14 +482,7 @@ ucs_status_t gdrpipe_shm_ep_flush(uct_ep_h tl_ep, unsigned flags,
 ucs_status_t gdrpipe_shm_ep_check(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp)
 {
-    gdrpipe_shm_ep_t *ep = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
-
-    gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
-
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
-    if ((iface->xfer != NULL) && !gp_shm_peer_alive(ep->peer)) {
-        gp_xfer_peer_failed(iface->xfer, ep->peer);
-    }
-    uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->pid, flags, comp);
+    gdrpipe_shm_ep_peer_check(tl_ep, flags, comp);
     return UCS_OK;
 }
