@@ -39,6 +39,7 @@
 #define OP_TIMEOUT 120.0
 
 static int g_kill_peer, g_memtest, g_cycles, g_free_in_flight;
+static unsigned g_free_by = 7; /* bits of the sides that free: sender, receiver, both */
 static double g_timeout = 10.0;
 static double g_kill_delay = 0.002; /* how long the child progresses before it dies */
 static pid_t g_child = -1;
@@ -162,6 +163,10 @@ static int extra_opt(int opt, const char *arg)
     case 'D': g_kill_delay = atof(arg) * 1e-6; return g_kill_delay >= 0 ? 0 : -1;
     case 'M': g_memtest = 1; return 0;
     case 'F': g_free_in_flight = 1; return 0;
+    case 'B':
+        g_free_by = strcmp(arg, "sender") == 0 ? 1 : strcmp(arg, "receiver") == 0 ? 2
+                  : strcmp(arg, "both") == 0 ? 4 : 0;
+        return g_free_by != 0 ? 0 : -1;
     case 'T': g_timeout = atof(arg); return g_timeout > 0 ? 0 : -1;
     case 'C': g_cycles = atoi(arg); return g_cycles > 0 ? 0 : -1;
     default: return -1;
@@ -181,6 +186,8 @@ static const char *const g_usage =
     "  --free-in-flight      buffers freed while their transfers are in flight\n"
     "                        (both sides); pass if nothing hangs or crashes and\n"
     "                        the next transfer arrives intact\n"
+    "  --free-by WHO         only the rounds where WHO frees: sender, receiver\n"
+    "                        or both (default: each in turn)\n"
     "  --cycles N            N x (ucp_init .. schedule .. ucp_cleanup) in one\n"
     "                        process; after each cleanup fds, threads, memfd/shm\n"
     "                        mappings, /dev/shm and the simulator's live objects\n"
@@ -405,6 +412,9 @@ static int free_in_flight(side_t *s, vx_t *v)
     int bad = 0;
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]) && !bad; ++k) {
         for (int w = 0; w < 3 && !bad; ++w) {
+            if (!(g_free_by & (1u << w))) {
+                continue;
+            }
             const size_t len = sizes[k] < v->o.max ? sizes[k] : v->o.max;
             const uint64_t tag = 10 + 4 * k + (uint64_t)w;
             const int frees = w == 2 || w == s->rank; /* rank 0 sends */
