@@ -115,11 +115,10 @@ static int gdrpipe_shm_iface_is_reachable(const uct_iface_h tl_iface,
     if (a.host_id != gdrpipe_host_id()) {
         return 0;
     }
-    if (gdrpipe_shm_iface_is_own(tl_iface, iface_addr)) {
-        /* a worker reaches itself by UCX's self transport, and UCP copies
-         * between memory types in one process by the copy transport (which
-         * it would otherwise take the wire for, where the wire's md reaches
-         * device memory) */
+    if (gdrpipe_ucx_md_reaches_registered && gdrpipe_shm_iface_is_own(tl_iface, iface_addr)) {
+        /* where the wire's md reaches device memory, UCP would take the
+         * wire for its copies between memory types in one process (they go
+         * by the copy transport); a worker reaches itself by 'self' */
         return 0;
     }
     why = gp_shm_check_address(iface_addr, gp_shm_address_length());

@@ -20,6 +20,12 @@
 extern const char gdrpipe_ucx_abi_name[];
 extern const unsigned gdrpipe_ucx_abi_minor_first, gdrpipe_ucx_abi_minor_last;
 
+/* whether the md attributes say that an md which needs remote keys reaches
+ * every memory type it registers (what protocol v2 of UCX 1.16+ wants for
+ * zero-copy on device memory); where they do, UCP would also copy between
+ * memory types in one process through such a transport */
+extern const int gdrpipe_ucx_md_reaches_registered;
+
 /* Whether the loaded UCX is one this build serves and is laid out as it
  * expects (the version, a build without statistics). Otherwise writes one
  * line naming both into why and returns 0. Nothing of UCX's internals may

@@ -11,6 +11,7 @@
 const char gdrpipe_ucx_abi_name[]              = "1.13";
 const unsigned gdrpipe_ucx_abi_minor_first     = 13;
 const unsigned gdrpipe_ucx_abi_minor_last      = 13;
+const int gdrpipe_ucx_md_reaches_registered   = 0;
 
 /* the layouts UCX 1.13.1's code relies on (x86-64, no statistics) */
 _Static_assert(sizeof(uct_base_iface_t) == 1280, "uct_base_iface_t");

@@ -14,6 +14,7 @@
 const char gdrpipe_ucx_abi_name[]          = "1." GDRPIPE_UCX_STR(GDRPIPE_UCX_MINOR);
 const unsigned gdrpipe_ucx_abi_minor_first = GDRPIPE_UCX_MINOR;
 const unsigned gdrpipe_ucx_abi_minor_last  = GDRPIPE_UCX_MINOR;
+const int gdrpipe_ucx_md_reaches_registered = 1;
 
 /* the layouts UCX's code relies on (x86-64, no statistics), read from
  * UCX 1.16.0, 1.17.0 and 1.18.1 */
@@ -128,7 +129,7 @@ static ucs_status_t gdrpipe_ucx_md_query(uct_md_h md, uct_md_attr_v2_t *attr)
      * every type their md registers. (Saying that they need the handle
      * would send device memory through UCP's registration cache, which
      * fails on a buffer freed while in flight.) */
-    if (a.flags & UCT_MD_FLAG_NEED_RKEY) {
+    if (gdrpipe_ucx_md_reaches_registered && (a.flags & UCT_MD_FLAG_NEED_RKEY)) {
         attr->access_mem_types |= a.reg_mem_types;
     }
     attr->reg_cost               = a.reg_cost;
