@@ -14,10 +14,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$(env -u UCX_TLS -u UCX_RNDV_SCHEME -u UCX_RNDV_SEND_NBR_THRESH -u OMPI_MCA_pml \
       -u OMPI_MCA_mca_base_component_path GDRPIPE_OMPI_DIR="$tmp/none" \
-      GDRPIPE_PLUGIN="$plugin" LD_PRELOAD= sh "$run" env)
+      GDRPIPE_PLUGIN="$plugin" LD_PRELOAD= UCX_PROTO_ENABLE=n sh "$run" env)
 check "LD_PRELOAD is the plugin" "$plugin" "$(getvar LD_PRELOAD <<<"$out")"
 check "UCX_TLS default" "gdrpipe,self" "$(getvar UCX_TLS <<<"$out")"
-check "UCX_RNDV_SCHEME default" "put_zcopy" "$(getvar UCX_RNDV_SCHEME <<<"$out")"
+check "UCX_RNDV_SCHEME default under protocol v1" "put_zcopy" "$(getvar UCX_RNDV_SCHEME <<<"$out")"
+# under protocol v2 the scheme stays UCX's (v2's put waits for a fence)
+out2=$(env -u UCX_RNDV_SCHEME GDRPIPE_OMPI_DIR="$tmp/none" GDRPIPE_PLUGIN="$plugin" \
+       UCX_PROTO_ENABLE=y sh "$run" env)
+check "UCX_RNDV_SCHEME under protocol v2: not set" "" "$(getvar UCX_RNDV_SCHEME <<<"$out2")"
 check "UCX_RNDV_SEND_NBR_THRESH default" "32k" "$(getvar UCX_RNDV_SEND_NBR_THRESH <<<"$out")"
 check "OMPI_MCA_pml default" "ucx" "$(getvar OMPI_MCA_pml <<<"$out")"
 check "no Open MPI glue: component path left alone" "" "$(getvar OMPI_MCA_mca_base_component_path <<<"$out")"
@@ -53,8 +57,10 @@ check "the plugin put before the caller's preload" "$plugin:/lib/other.so" "$(ge
 # mpirun gets -x for each variable the ranks need (OMPI_MCA_* travel anyway)
 printf '#!/bin/sh\necho "$@"\n' > "$tmp/mpirun"
 chmod +x "$tmp/mpirun"
-out=$(GDRPIPE_PLUGIN="$plugin" sh "$run" "$tmp/mpirun" -np 2 ./app)
-check "mpirun arguments" "-x LD_PRELOAD -x UCX_TLS -x UCX_RNDV_SCHEME -x UCX_RNDV_SEND_NBR_THRESH -np 2 ./app" "$out"
+out=$(env -u UCX_RNDV_SCHEME GDRPIPE_PLUGIN="$plugin" UCX_PROTO_ENABLE=n sh "$run" "$tmp/mpirun" -np 2 ./app)
+check "mpirun arguments" "-x LD_PRELOAD -x UCX_TLS -x UCX_RNDV_SEND_NBR_THRESH -x UCX_RNDV_SCHEME -np 2 ./app" "$out"
+out=$(env -u UCX_RNDV_SCHEME GDRPIPE_PLUGIN="$plugin" UCX_PROTO_ENABLE=y sh "$run" "$tmp/mpirun" -np 2 ./app)
+check "mpirun arguments under protocol v2" "-x LD_PRELOAD -x UCX_TLS -x UCX_RNDV_SEND_NBR_THRESH -np 2 ./app" "$out"
 if err=$(GDRPIPE_PLUGIN="$tmp/missing.so" sh "$run" true 2>&1); then
     check "missing plugin refused" "exit 1" "exit 0"
 else
