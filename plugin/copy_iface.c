@@ -333,13 +333,13 @@ static uct_iface_ops_t gdrpipe_copy_iface_ops = {
     .ep_get_short             = gdrpipe_copy_ep_get_short,
     .ep_put_zcopy             = gdrpipe_copy_ep_put_zcopy,
     .ep_get_zcopy             = gdrpipe_copy_ep_get_zcopy,
-    .ep_pending_add           = (uct_ep_pending_add_func_t)ucs_empty_function_return_busy,
+    .ep_pending_add           = (void*)ucs_empty_function_return_busy,
     .ep_pending_purge         = (uct_ep_pending_purge_func_t)ucs_empty_function,
     .ep_flush                 = gdrpipe_copy_ep_flush,
     .ep_fence                 = uct_base_ep_fence,
     GDRPIPE_IFACE_COMMON_OPS(gdrpipe_copy, gdrpipe_copy_iface_t, gdrpipe_copy_ep_t),
     .iface_fence              = uct_base_iface_fence,
-    .iface_get_device_address = (uct_iface_get_device_address_func_t)ucs_empty_function_return_success,
+    .iface_get_device_address = (void*)ucs_empty_function_return_success,
     .iface_get_address        = gdrpipe_copy_iface_get_address,
     .iface_is_reachable       = gdrpipe_copy_iface_is_reachable
 };

@@ -199,8 +199,7 @@ static ucs_status_t gdrpipe_copy_md_mem_query(uct_md_h uct_md, const void *addre
         attr->alloc_length = info.length;
     }
     /* keep UCX's memory-type cache right even for memory it learnt nothing of */
-    ucs_memtype_cache_update((void*)info.base, info.length, type,
-                             UCS_SYS_DEVICE_ID_UNKNOWN);
+    gdrpipe_ucx_memtype_cache_update((void*)info.base, info.length, type);
     return UCS_OK;
 }
 

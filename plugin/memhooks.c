@@ -34,9 +34,8 @@ static void gdrpipe_memhooks_event(void *arg, int is_free, uint64_t address,
     if ((kind == GP_HOOK_HOST_PINNED) && !is_free) {
         return;   /* host memory: UCX treats it as host anyway */
     }
-    event.mem_type.address  = (void*)address;
-    event.mem_type.size     = (length > 0) ? length : 1;
-    event.mem_type.mem_type = gdrpipe_memhooks_type(kind);
+    gdrpipe_ucx_mem_type_event_init(&event, (void*)address, (length > 0) ? length : 1,
+                                    gdrpipe_memhooks_type(kind));
     ucm_event_enter();
     ucm_event_dispatch(is_free ? UCM_EVENT_MEM_TYPE_FREE : UCM_EVENT_MEM_TYPE_ALLOC,
                        &event);
@@ -61,9 +60,8 @@ static void gdrpipe_memhooks_existing_cb(void *arg, int is_free, uint64_t addres
     if (kind == GP_HOOK_HOST_PINNED) {
         return;
     }
-    event.mem_type.address  = (void*)address;
-    event.mem_type.size     = length;
-    event.mem_type.mem_type = gdrpipe_memhooks_type(kind);
+    gdrpipe_ucx_mem_type_event_init(&event, (void*)address, length,
+                                    gdrpipe_memhooks_type(kind));
     handler->cb(UCM_EVENT_MEM_TYPE_ALLOC, &event, handler->arg);
 }
 

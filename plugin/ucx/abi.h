@@ -108,6 +108,17 @@ typedef struct gdrpipe_ucx_md_ops {
 uct_md_ops_t *gdrpipe_ucx_md_ops(gdrpipe_ucx_md_ops_t *ops,
                                  const gdrpipe_ucx_md_funcs_t *funcs);
 
+/* ---- UCX's memory-type cache and UCM's memory-type events ------------------- */
+
+/* tells UCX's memory-type cache the type of a range (its device unknown) */
+void gdrpipe_ucx_memtype_cache_update(const void *address, size_t length,
+                                      ucs_memory_type_t type);
+
+/* a UCM memory-type event (allocation or free) of a range, every field UCX
+ * reads of it set */
+void gdrpipe_ucx_mem_type_event_init(ucm_event_t *event, void *address, size_t length,
+                                     ucs_memory_type_t type);
+
 /* ---- interfaces ------------------------------------------------------------ */
 
 /* what a transport between hosts says of itself (UCX >= 1.18 uses only

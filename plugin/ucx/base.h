@@ -1,5 +1,5 @@
 /* What the plugin uses of UCX's internals that has one form in every
- * supported UCX version (1.13 to 1.18): UCT's base interface and endpoint
+ * supported UCX version (1.13 to 1.22): UCT's base interface and endpoint
  * classes, the memory domain and transport entries, the registration calls,
  * UCM's event installers. Declared in the plugin's words from reading UCX's
  * sources; each version's file (v1_*.c) checks the sizes and offsets that
@@ -146,6 +146,40 @@ void uct_tl_register(uct_component_t *component, uct_tl_t *tl);
 void uct_tl_unregister(uct_tl_t *tl);
 void uct_component_register(uct_component_t *component);
 void uct_component_unregister(uct_component_t *component);
+
+/* a deregistration's parameters (UCT_MD_MEM_DEREG_FIELD_* say which) */
+typedef struct uct_md_mem_dereg_params {
+    uint64_t         field_mask;   /* UCT_MD_MEM_DEREG_FIELD_* */
+    unsigned         flags;
+    uct_mem_h        memh;
+    uct_completion_t *comp;
+} uct_md_mem_dereg_params_t;
+
+enum {
+    UCT_MD_MEM_DEREG_FIELD_MEMH  = UCS_BIT(0),
+    UCT_MD_MEM_DEREG_FIELD_FLAGS = UCS_BIT(1),
+    UCT_MD_MEM_DEREG_FIELD_COMP  = UCS_BIT(2)
+};
+
+/* a remote key's packing parameters */
+typedef struct uct_md_mkey_pack_params {
+    uint64_t field_mask;
+    unsigned flags;
+} uct_md_mkey_pack_params_t;
+
+/* the operations an interface's performance is asked for */
+typedef enum {
+    UCT_EP_OP_AM_SHORT,
+    UCT_EP_OP_AM_BCOPY,
+    UCT_EP_OP_AM_ZCOPY,
+    UCT_EP_OP_PUT_SHORT,
+    UCT_EP_OP_PUT_BCOPY,
+    UCT_EP_OP_PUT_ZCOPY,
+    UCT_EP_OP_GET_SHORT,
+    UCT_EP_OP_GET_BCOPY,
+    UCT_EP_OP_GET_ZCOPY,
+    UCT_EP_OP_LAST = 15
+} uct_ep_operation_t;
 
 /* ---- UCS ------------------------------------------------------------------ */
 

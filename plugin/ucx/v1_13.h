@@ -11,6 +11,10 @@
 
 #include "ucx.h"
 
+/* which of the shared adapters (common.c) apply: only protocol v1's
+ * rendezvous threshold, which this file implements itself */
+#define GDRPIPE_UCX_HAS_RNDV_V1 1
+
 /* ---- component ------------------------------------------------------------- */
 struct uct_component {
     const char                     name[UCT_COMPONENT_NAME_MAX];
@@ -42,24 +46,6 @@ struct uct_component {
 };
 
 /* ---- memory domains ------------------------------------------------------- */
-typedef struct uct_md_mem_dereg_params {
-    uint64_t         field_mask;   /* UCT_MD_MEM_DEREG_FIELD_* */
-    unsigned         flags;
-    uct_mem_h        memh;
-    uct_completion_t *comp;
-} uct_md_mem_dereg_params_t;
-
-enum {
-    UCT_MD_MEM_DEREG_FIELD_MEMH  = UCS_BIT(0),
-    UCT_MD_MEM_DEREG_FIELD_FLAGS = UCS_BIT(1),
-    UCT_MD_MEM_DEREG_FIELD_COMP  = UCS_BIT(2)
-};
-
-typedef struct uct_md_mkey_pack_params {
-    uint64_t field_mask;
-    unsigned flags;
-} uct_md_mkey_pack_params_t;
-
 struct uct_md_ops {
     void         (*close)(uct_md_h md);
     ucs_status_t (*query)(uct_md_h md, uct_md_attr_t *attr);
@@ -83,19 +69,6 @@ struct uct_md_ops {
 };
 
 /* ---- interfaces ------------------------------------------------------------ */
-typedef enum {
-    UCT_EP_OP_AM_SHORT,
-    UCT_EP_OP_AM_BCOPY,
-    UCT_EP_OP_AM_ZCOPY,
-    UCT_EP_OP_PUT_SHORT,
-    UCT_EP_OP_PUT_BCOPY,
-    UCT_EP_OP_PUT_ZCOPY,
-    UCT_EP_OP_GET_SHORT,
-    UCT_EP_OP_GET_BCOPY,
-    UCT_EP_OP_GET_ZCOPY,
-    UCT_EP_OP_LAST = 15
-} uct_ep_operation_t;
-
 enum {
     UCT_PERF_ATTR_FIELD_OPERATION          = UCS_BIT(0),
     UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE  = UCS_BIT(1),

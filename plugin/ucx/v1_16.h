@@ -17,6 +17,14 @@
 #error "v1_16 serves UCX 1.16 to 1.18: GDRPIPE_UCX_MINOR must say which"
 #endif
 
+/* which of the shared adapters (common.c) apply */
+#define GDRPIPE_UCX_HAS_MPOOL_PARAMS 1
+#define GDRPIPE_UCX_HAS_RKEY_COMPARE 1
+#define GDRPIPE_UCX_HAS_MD_V2        1
+#if GDRPIPE_UCX_MINOR >= 17
+#define GDRPIPE_UCX_HAS_PERF_FLAGS   1
+#endif
+
 /* ---- component ------------------------------------------------------------- */
 typedef struct uct_rkey_compare_params {
     uint64_t field_mask;
@@ -63,24 +71,6 @@ typedef struct uct_md_mem_reg_params {
     int      dmabuf_fd;
     size_t   dmabuf_offset;
 } uct_md_mem_reg_params_t;
-
-typedef struct uct_md_mem_dereg_params {
-    uint64_t         field_mask;   /* UCT_MD_MEM_DEREG_FIELD_* */
-    unsigned         flags;
-    uct_mem_h        memh;
-    uct_completion_t *comp;
-} uct_md_mem_dereg_params_t;
-
-enum {
-    UCT_MD_MEM_DEREG_FIELD_MEMH  = UCS_BIT(0),
-    UCT_MD_MEM_DEREG_FIELD_FLAGS = UCS_BIT(1),
-    UCT_MD_MEM_DEREG_FIELD_COMP  = UCS_BIT(2)
-};
-
-typedef struct uct_md_mkey_pack_params {
-    uint64_t field_mask;
-    unsigned flags;
-} uct_md_mkey_pack_params_t;
 
 /* the attributes of a memory domain (every field filled: UCT asks for all) */
 typedef struct {
@@ -132,19 +122,6 @@ struct uct_md_ops {
 };
 
 /* ---- interfaces ------------------------------------------------------------ */
-typedef enum {
-    UCT_EP_OP_AM_SHORT,
-    UCT_EP_OP_AM_BCOPY,
-    UCT_EP_OP_AM_ZCOPY,
-    UCT_EP_OP_PUT_SHORT,
-    UCT_EP_OP_PUT_BCOPY,
-    UCT_EP_OP_PUT_ZCOPY,
-    UCT_EP_OP_GET_SHORT,
-    UCT_EP_OP_GET_BCOPY,
-    UCT_EP_OP_GET_ZCOPY,
-    UCT_EP_OP_LAST = 15
-} uct_ep_operation_t;
-
 enum {
     UCT_PERF_ATTR_FIELD_OPERATION          = UCS_BIT(0),
     UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD  = UCS_BIT(5),
