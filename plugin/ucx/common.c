@@ -211,12 +211,14 @@ static ucs_status_t gdrpipe_ucx_md_query(uct_md_h md, uct_md_attr_v2_t *attr)
     attr->access_mem_types       = a.access_mem_types;
     /* protocol v2 gives a buffer of a memory type to a zero-copy lane only
      * where the lane's md registers that type and needs the local handle,
-     * or reaches that type without one. The wire's transports find the
+     * or reaches that type without one. The plugin's transports find the
      * local buffer's memory themselves and use no local handle: they reach
      * every type their md registers. (Saying that they need the handle
      * would send device memory through UCP's registration cache, which
-     * fails on a buffer freed while in flight.) */
-    if (gdrpipe_ucx_md_reaches_registered && (a.flags & UCT_MD_FLAG_NEED_RKEY)) {
+     * fails on a buffer freed while in flight.) The copy transport so
+     * reaches host memory too, which UCX 1.19's endpoint for copies
+     * between memory types requires of one of its transports. */
+    if (gdrpipe_ucx_md_reaches_registered) {
         attr->access_mem_types |= a.reg_mem_types;
     }
     attr->reg_cost               = a.reg_cost;

@@ -11,6 +11,7 @@
 const char gdrpipe_ucx_abi_name[]          = "1." GDRPIPE_UCX_STR(GDRPIPE_UCX_MINOR);
 const unsigned gdrpipe_ucx_abi_minor_first = GDRPIPE_UCX_MINOR;
 const unsigned gdrpipe_ucx_abi_minor_last  = GDRPIPE_UCX_MINOR;
+const int gdrpipe_ucx_md_reaches_registered = 1;
 
 #define GDRPIPE_UCX_AT_LEAST(_minor, _then, _else) \
     ((GDRPIPE_UCX_MINOR >= (_minor)) ? (_then) : (_else))
