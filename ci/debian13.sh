@@ -56,7 +56,8 @@ if [ ! -x "$root/usr/bin/ucx_info" ]; then
         mkdir -p "$(dirname "$cache")" && tar -C "$root" -cf "$cache" .
     fi
 fi
-bind /proc /proc && bind /dev /dev && bind /dev/shm /dev/shm && bind /sys /sys || exit 1
+bind /proc /proc && bind /dev /dev && bind /dev/shm /dev/shm && bind /dev/pts /dev/pts &&
+    bind /sys /sys || exit 1
 bind "$src" /src ro || exit 1
 # the toolkit whole: nvcc builds the kernels the simulator tests run
 bind /usr/local/cuda /usr/local/cuda ro || exit 1

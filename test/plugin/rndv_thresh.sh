@@ -7,7 +7,9 @@
 # times the rendezvous time on the H200 pair (bench/RESULTS.md).
 # With a third argument, the CUDA driver library to load (the simulator), the
 # same again with CUDA on (the copy transport and its memory domain loaded):
-# the threshold must not move.
+# the threshold must not move. Protocol v1 (UCX_PROTO_ENABLE=n: the default
+# of UCX 1.13, a choice from 1.16): the threshold is v1's, printed by
+# ucp_ep_print_info; protocol v2 chooses per message size from estimates.
 set -u
 exe=$1 plugin=$2
 cudalib=${3:-}
@@ -17,7 +19,7 @@ for cuda in off ${cudalib:+on}; do
     [ "$cuda" = on ] && lib=$cudalib
     for bw in 5008MBs 5800MBs; do
         for ppn in 1 2 8 64; do
-            if out=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_BCOPY_BW=$bw \
+            if out=$(LD_PRELOAD=$plugin UCX_TLS=gdrpipe,self UCX_BCOPY_BW=$bw UCX_PROTO_ENABLE=n \
                      UCX_GDRPIPE_CUDA_LIB=$lib GDRPIPE_SIM_DEVICES=2 \
                      UCX_WARN_UNUSED_ENV_VARS=n timeout 60 "$exe" "$ppn" 16384 2>/dev/null); then
                 echo "ok: CUDA $cuda, BCOPY_BW $bw, $out"
