@@ -18,6 +18,10 @@
 #                                   served a peer's, none fell back (ranks
 #                                   with and without CUDA: staging is the
 #                                   only path between them)
+#   expect-path.sh staged-paired CMD...  some staged transfers, each served by
+#                                   the peer (staged = served over all
+#                                   engines), none fell back: where the
+#                                   protocol lets one side do every transfer
 # The client's own exit status comes first (data verification).
 set -u
 want=$1
@@ -79,6 +83,14 @@ done
 for n in $(printf '%s\n' "$lines" | sed 's/.*fallbacks=\([0-9]*\)$/\1/'); do
     fallbacks=$((fallbacks + n))
 done
+if [ "$want" = staged-paired ]; then
+    staged=0 served=0
+    for c in $(printf '%s\n' "$lines" | grep -o ' staged=[0-9]*' | sed 's/.*=//'); do staged=$((staged + c)); done
+    for c in $(printf '%s\n' "$lines" | grep -o ' served=[0-9]*' | sed 's/.*=//'); do served=$((served + c)); done
+    echo "expect-path: staged=$staged served=$served fallbacks=$fallbacks (want $want)"
+    [ "$staged" -gt 0 ] && [ "$staged" -eq "$served" ] && [ "$fallbacks" -eq 0 ]
+    exit
+fi
 if [ "$want" = staged-served ]; then
     bad=$(printf '%s\n' "$lines" | grep -cE ' staged=0 | served=0 |fallbacks=[1-9]')
     echo "expect-path: $(printf '%s\n' "$lines" | grep -c .) engines, $bad without both" \
