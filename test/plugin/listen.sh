@@ -1,4 +1,12 @@
-# Sourced by the ucx_perftest scripts. wait_listening PORT PID: returns once
+# Sourced by the ucx_perftest scripts.
+# NOMPI: "-P 0" where ucx_perftest was built with MPI (Debian 13's), which
+# otherwise wants an MPI launcher; empty where it has no MPI mode (Debian 12's
+# does not take -P).
+NOMPI=
+if [[ $(ucx_perftest -h 2>&1) == *'-P <0|1>'* ]]; then
+    NOMPI="-P 0"
+fi
+# wait_listening PORT PID: returns once
 # a socket listens on PORT (/proc/net/tcp*, hexadecimal port, state 0A), or
 # PID exited, or 20 s passed: a client started before its server listens
 # fails, and a loaded machine can take long to start one.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # perftest.sh PLUGIN -- Debian's ucx_perftest, server and client as two
-# processes, through gdrpipe only (UCX_TLS=gdrpipe,self); -P 0: not in MPI
-# mode, which a perftest built with MPI (Debian 13's) takes by default.
+# processes, through gdrpipe only (UCX_TLS=gdrpipe,self); out of MPI mode
+# ($NOMPI, listen.sh).
 set -u
 source "$(dirname "$0")/listen.sh"
 plugin=$1
@@ -10,11 +10,11 @@ port=$((20000 + $$ % 20000))
 fail=0
 run() {   # run "args"
     port=$((port + 1))
-    timeout 240 ucx_perftest $1 -P 0 -p $port >/tmp/gp-perf-srv.$$ 2>&1 &
+    timeout 240 ucx_perftest $1 $NOMPI -p $port >/tmp/gp-perf-srv.$$ 2>&1 &
     local srv=$!
     wait_listening $port $srv
     local out
-    out=$(timeout 240 ucx_perftest 127.0.0.1 $1 -P 0 -p $port 2>&1)
+    out=$(timeout 240 ucx_perftest 127.0.0.1 $1 $NOMPI -p $port 2>&1)
     local rc=$?
     wait $srv
     local src=$?

@@ -15,11 +15,11 @@ trap 'rm -rf "$tmp"' EXIT
 # run VAR SERVER_VALUE CLIENT_VALUE EXPECT(ok|refused)
 run() {
     port=$((port + 1))
-    env UCX_GDRPIPE_$1=$2 timeout 20 ucx_perftest -P 0 -t tag_bw -s 4096 -n 200 -p $port \
+    env UCX_GDRPIPE_$1=$2 timeout 20 ucx_perftest $NOMPI -t tag_bw -s 4096 -n 200 -p $port \
         >"$tmp/srv" 2>&1 &
     local srv=$!
     wait_listening $port $srv
-    env UCX_GDRPIPE_$1=$3 timeout 20 ucx_perftest 127.0.0.1 -P 0 -t tag_bw -s 4096 -n 200 \
+    env UCX_GDRPIPE_$1=$3 timeout 20 ucx_perftest 127.0.0.1 $NOMPI -t tag_bw -s 4096 -n 200 \
         -p $port >"$tmp/cli" 2>&1
     local rc=$?
     # a client that finished leaves the server to finish too (on a loaded
