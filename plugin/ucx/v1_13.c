@@ -24,7 +24,6 @@ _Static_assert(sizeof(uct_iface_internal_ops_t) == 32, "uct_iface_internal_ops_t
 _Static_assert(sizeof(uct_perf_attr_t) == 88, "uct_perf_attr_t");
 _Static_assert(offsetof(uct_perf_attr_t, bandwidth) == 48, "perf bandwidth");
 _Static_assert(offsetof(uct_perf_attr_t, max_inflight_eps) == 80, "perf max_inflight");
-_Static_assert(sizeof(uct_md_mem_dereg_params_t) == 32, "dereg params");
 _Static_assert(sizeof(ucs_recursive_spinlock_t) == 16, "recursive spinlock");
 
 /* ---- versions ----------------------------------------------------------------- */

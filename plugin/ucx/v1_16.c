@@ -3,12 +3,10 @@
  * between them. */
 #include "v1_16.h"
 
+#include <ucs/sys/preprocessor.h>
 #include <stddef.h>
 
-#define GDRPIPE_UCX_STR2(_x) #_x
-#define GDRPIPE_UCX_STR(_x)  GDRPIPE_UCX_STR2(_x)
-
-const char gdrpipe_ucx_abi_name[]          = "1." GDRPIPE_UCX_STR(GDRPIPE_UCX_MINOR);
+const char gdrpipe_ucx_abi_name[]          = "1." UCS_PP_MAKE_STRING(GDRPIPE_UCX_MINOR);
 const unsigned gdrpipe_ucx_abi_minor_first = GDRPIPE_UCX_MINOR;
 const unsigned gdrpipe_ucx_abi_minor_last  = GDRPIPE_UCX_MINOR;
 const int gdrpipe_ucx_md_reaches_registered = 1;

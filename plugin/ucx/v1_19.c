@@ -3,12 +3,10 @@
  * several layouts differ between them. */
 #include "v1_19.h"
 
+#include <ucs/sys/preprocessor.h>
 #include <stddef.h>
 
-#define GDRPIPE_UCX_STR2(_x) #_x
-#define GDRPIPE_UCX_STR(_x)  GDRPIPE_UCX_STR2(_x)
-
-const char gdrpipe_ucx_abi_name[]          = "1." GDRPIPE_UCX_STR(GDRPIPE_UCX_MINOR);
+const char gdrpipe_ucx_abi_name[]          = "1." UCS_PP_MAKE_STRING(GDRPIPE_UCX_MINOR);
 const unsigned gdrpipe_ucx_abi_minor_first = GDRPIPE_UCX_MINOR;
 const unsigned gdrpipe_ucx_abi_minor_last  = GDRPIPE_UCX_MINOR;
 const int gdrpipe_ucx_md_reaches_registered = 1;
@@ -57,8 +55,6 @@ _Static_assert(offsetof(ucm_event_t, mem_type.sys_dev) == 20, "mem-type event sy
 _Static_assert(offsetof(ucm_event_t, mem_type.mem_flags) == 21, "mem-type event flags");
 #endif
 _Static_assert(sizeof(uct_md_mem_reg_params_t) == 32, "reg params");
-_Static_assert(sizeof(uct_md_mem_dereg_params_t) == 32, "dereg params");
-_Static_assert(offsetof(uct_md_mem_dereg_params_t, memh) == 16, "dereg params memh");
 _Static_assert(sizeof(uct_md_mkey_pack_params_t) == 16, "mkey pack params");
 
 /* interfaces */
