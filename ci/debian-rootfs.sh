@@ -1,21 +1,23 @@
 #!/bin/bash
-# debian13.sh -- build gdrpipe for Debian 13's UCX 1.18.1 (Open MPI 5.0.7,
-# Catch2 3, g++ 14) in a Debian 13 root filesystem, run the unit, simulator
-# and UCP/MPI integration suites there, and check that Debian 12's plugin
-# (BUILD12, the native build) preloaded into Debian 13's UCX refuses with one
-# line while the program runs on. Needs root (debootstrap, chroot, mounts).
+# debian-rootfs.sh -- build gdrpipe in a root filesystem of another Debian
+# release with that release's own UCX, Open MPI, Catch2 and g++ (trixie:
+# Debian 13, UCX 1.18.1, Open MPI 5.0.7; sid: unstable, UCX 1.23), run the
+# unit, simulator and UCP/MPI integration suites there, and check that Debian
+# 12's plugin (BUILD12, the native build) preloaded into that UCX refuses with
+# one line while the program runs on. Needs root (debootstrap, chroot, mounts).
 #
-#   debian13.sh BUILD12         prints "== debian13: N passed, M failed"
+#   debian-rootfs.sh SUITE BUILD12     prints "== SUITE: N passed, M failed"
 #
 # The root filesystem is made with debootstrap from the archive this
 # machine's apt uses, once, and kept as a tarball (GDRPIPE_ROOTFS_CACHE,
-# default /var/cache/gdrpipe/trixie.tar): later runs unpack it. The source
+# default /var/cache/gdrpipe/SUITE.tar): later runs unpack it. The source
 # tree is bind-mounted read-only at /src; the build goes to the rootfs.
 set -uo pipefail
-build12=$(cd "${1:?usage: debian13.sh BUILD12}" && pwd)
+suite=${1:?usage: debian-rootfs.sh SUITE BUILD12}
+build12=$(cd "${2:?usage: debian-rootfs.sh SUITE BUILD12}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
-cache=${GDRPIPE_ROOTFS_CACHE:-/var/cache/gdrpipe/trixie.tar}
-root=${GDRPIPE_ROOTFS:-/var/tmp/gdrpipe-trixie}
+cache=${GDRPIPE_ROOTFS_CACHE:-/var/cache/gdrpipe/$suite.tar}
+root=${GDRPIPE_ROOTFS:-/var/tmp/gdrpipe-$suite}
 tmult=${GDRPIPE_TEST_TIMEOUT_MULT:-3}
 mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
 mirror=${mirror:-$(sed -n 's/^deb \(http[^ ]*\) .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -1)}
@@ -33,7 +35,7 @@ bind() {   # bind <host path> <path in the rootfs> [mount options]
     [ -z "${3:-}" ] || mount -o "remount,bind,$3" "$root$2"
 }
 
-echo "== debian13: root filesystem"
+echo "== $suite: root filesystem"
 if [ ! -x "$root/usr/bin/ucx_info" ]; then
     rm -rf "$root"; mkdir -p "$root"
     if [ -f "$cache" ]; then
@@ -43,15 +45,17 @@ if [ ! -x "$root/usr/bin/ucx_info" ]; then
             DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null
         # debootstrap leaves some dependencies of --include unconfigured:
         # apt completes them inside
-        debootstrap --variant=minbase --include="$pkgs" trixie "$root" "$mirror" \
+        debootstrap --variant=minbase --include="$pkgs" "$suite" "$root" "$mirror" \
             >/tmp/gdrpipe-debootstrap.log 2>&1 || true
         cp /etc/resolv.conf "$root/etc/" 2>/dev/null
+        # an archive copy may carry a Release file past its validity date
+        echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99gdrpipe"
         chroot "$root" sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive \
             apt-get -f install -y -q --no-install-recommends && apt-get clean' \
             >>/tmp/gdrpipe-debootstrap.log 2>&1
         if [ ! -x "$root/usr/bin/ucx_info" ]; then
-            echo "debian13: cannot make the root filesystem (/tmp/gdrpipe-debootstrap.log)"
-            echo "== debian13: 0 passed, 1 failed"; exit 1
+            echo "$suite: cannot make the root filesystem (/tmp/gdrpipe-debootstrap.log)"
+            echo "== $suite: 0 passed, 1 failed"; exit 1
         fi
         mkdir -p "$(dirname "$cache")" && tar -C "$root" -cf "$cache" .
     fi
@@ -63,7 +67,7 @@ bind "$src" /src ro || exit 1
 bind /usr/local/cuda /usr/local/cuda ro || exit 1
 bind "$build12" /build12 ro || exit 1
 
-echo "== debian13: build (UCX $(chroot "$root" pkg-config --modversion ucx))"
+echo "== $suite: build (UCX $(chroot "$root" pkg-config --modversion ucx))"
 chroot "$root" sh -c 'meson setup /b --wipe -Dwerror=true -Dbuildtype=debugoptimized \
         /src >/tmp/setup.log 2>&1 || meson setup /b -Dwerror=true \
         -Dbuildtype=debugoptimized /src' >/dev/null || { cat "$root/tmp/setup.log"; exit 1; }
@@ -77,22 +81,23 @@ count() {   # the last meson test log
     f=$(grep -c '"result": "\(FAIL\|TIMEOUT\|ERROR\|UNEXPECTEDPASS\)"' "$json" || true)
     pass=$((pass + p)); fail=$((fail + f))
 }
-echo "== debian13: tests"
+echo "== $suite: tests"
 chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     meson test -C /b --print-errorlogs --timeout-multiplier "$tmult" \
     --num-processes 1 --suite unit --suite cudasim --suite integration || rc=1
 count
 
-echo "== debian13: Debian 12's plugin preloaded into UCX 1.18"
+ucx=$(chroot "$root" pkg-config --modversion ucx | cut -d. -f1,2)
+echo "== $suite: Debian 12's plugin preloaded into UCX $ucx"
 out=$(chroot "$root" env LD_PRELOAD=/build12/plugin/libuct_gdrpipe.so ucx_info -v 2>&1)
 st=$?
-lines=$(printf '%s\n' "$out" | grep -c 'gdrpipe was built for UCX 1.13 but the loaded UCX is 1.18')
-if [ $st -eq 0 ] && [ "$lines" -eq 1 ] && printf '%s\n' "$out" | grep -q 'Library version: 1.18'; then
+lines=$(printf '%s\n' "$out" | grep -c "gdrpipe was built for UCX 1.13 but the loaded UCX is $ucx")
+if [ $st -eq 0 ] && [ "$lines" -eq 1 ] && printf '%s\n' "$out" | grep -q "Library version: $ucx"; then
     pass=$((pass + 1))
 else
     echo "wrong-version load: exit $st, $lines refusal lines:"; printf '%s\n' "$out"
     fail=$((fail + 1))
 fi
 
-echo "== debian13: $pass passed, $fail failed"
+echo "== $suite: $pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ $rc -eq 0 ]
