@@ -57,6 +57,7 @@ typedef struct gdrpipe_rdma_iface {
     void                **bounce_free;
     unsigned            bounce_nfree;
     ucs_list_link_t     eps;
+    uint64_t            id;          /* iface address: unique among live ifaces */
 } gdrpipe_rdma_iface_t;
 
 typedef struct gdrpipe_rdma_flush {
@@ -82,6 +83,12 @@ typedef struct gdrpipe_rdma_ep {
 typedef struct {
     uint64_t fabric_id;
 } gdrpipe_rdma_dev_addr_t;
+
+/* The interface address tells an interface its own address apart: nothing
+ * connects to it (endpoints connect to endpoints). */
+typedef struct {
+    uint64_t id;
+} gdrpipe_rdma_iface_addr_t;
 
 extern uct_component_t *gdrpipe_rdma_component;
 void gdrpipe_rdma_register(void);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static uct_iface_ops_t gdrpipe_rdma_iface_ops;
 
@@ -13,7 +14,7 @@ static ucs_status_t gdrpipe_rdma_iface_query(uct_iface_h tl_iface, uct_iface_att
     gdrpipe_rdma_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_rdma_iface_t);
 
     uct_base_iface_query(&iface->super, attr);
-    attr->iface_addr_len  = 0;
+    attr->iface_addr_len  = sizeof(gdrpipe_rdma_iface_addr_t);
     attr->device_addr_len = sizeof(gdrpipe_rdma_dev_addr_t);
     attr->ep_addr_len     = gp_rdma_ep_address_length();
     attr->max_conn_priv   = 0;
@@ -35,10 +36,24 @@ static ucs_status_t gdrpipe_rdma_iface_query(uct_iface_h tl_iface, uct_iface_att
     return UCS_OK;
 }
 
+/* distinct for every interface of this process, and of other processes and
+ * hosts but by a 64-bit hash collision */
+static uint64_t gdrpipe_rdma_iface_new_id(void)
+{
+    static uint64_t count;
+
+    return (gdrpipe_host_id() * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)getpid() << 24) ^
+           __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED);
+}
+
 static ucs_status_t gdrpipe_rdma_iface_get_address(uct_iface_h tl_iface,
                                                    uct_iface_addr_t *addr)
 {
-    return UCS_OK; /* endpoints connect to endpoints: nothing at this level */
+    gdrpipe_rdma_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_rdma_iface_t);
+    gdrpipe_rdma_iface_addr_t a = {.id = iface->id};
+
+    memcpy(addr, &a, sizeof(a)); /* UCP packs addresses unaligned */
+    return UCS_OK;
 }
 
 static ucs_status_t gdrpipe_rdma_iface_get_device_address(uct_iface_h tl_iface,
@@ -56,12 +71,25 @@ static int gdrpipe_rdma_iface_is_reachable(const uct_iface_h tl_iface,
 {
     gdrpipe_rdma_iface_t *iface = ucs_derived_of(tl_iface, gdrpipe_rdma_iface_t);
     uint64_t mine               = gp_rdma_dev_fabric_id(iface->md->dev);
+    gdrpipe_rdma_dev_addr_t d;
+    gdrpipe_rdma_iface_addr_t a;
     uint64_t theirs;
 
     if (dev_addr == NULL) {
         return 0;
     }
-    theirs = ((const gdrpipe_rdma_dev_addr_t*)dev_addr)->fabric_id;
+    if (gdrpipe_ucx_md_reaches_registered && (iface_addr != NULL)) {
+        /* where the md reaches device memory, UCP would connect a worker's
+         * endpoint for copies between memory types to this interface
+         * itself, and such an endpoint has no transport to carry the
+         * connection's wireup: those copies go by the copy transport */
+        memcpy(&a, iface_addr, sizeof(a));
+        if (a.id == iface->id) {
+            return 0;
+        }
+    }
+    memcpy(&d, dev_addr, sizeof(d)); /* unaligned in UCP's address */
+    theirs = d.fabric_id;
     /* RoCE reports 0: reachability is left to the IP network */
     return (mine == theirs) || (mine == 0) || (theirs == 0);
 }
@@ -157,6 +185,7 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_rdma_iface_t, uct_md_h md, uct_worker_h worke
         return UCS_ERR_INVALID_PARAM;
     }
     self->md               = ucs_derived_of(md, gdrpipe_rdma_md_t);
+    self->id               = gdrpipe_rdma_iface_new_id();
     self->ep_cfg.path      = config->path;
     /* auto: measured per (local GPU, port) at the first device-memory
      * transfer (src/rdma/port_crossover.cc) */

@@ -428,6 +428,20 @@ static int gdrpipe_ucx_is_reachable_v2(const uct_iface_h iface,
 }
 #endif
 
+#ifdef GDRPIPE_UCX_HAS_MD_V2
+/* UCP connects endpoints to endpoints through this one from 1.16: the
+ * transport's own connect (parameters carry nothing it uses) */
+static ucs_status_t gdrpipe_ucx_ep_connect_to_ep_v2(uct_ep_h ep, const uct_device_addr_t *dev,
+                                                    const uct_ep_addr_t *ep_addr,
+                                                    const void *params)
+{
+    if (ep->iface->ops.ep_connect_to_ep == NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return ep->iface->ops.ep_connect_to_ep(ep, dev, ep_addr);
+}
+#endif
+
 uct_iface_internal_ops_t *gdrpipe_ucx_iface_ops(gdrpipe_ucx_iface_ops_t *ops,
                                                 const gdrpipe_ucx_iface_funcs_t *funcs)
 {
@@ -449,7 +463,7 @@ uct_iface_internal_ops_t *gdrpipe_ucx_iface_ops(gdrpipe_ucx_iface_ops_t *ops,
     t->ep_query               = (void*)ucs_empty_function_return_unsupported;
     t->ep_invalidate          = (void*)ucs_empty_function_return_unsupported;
 #ifdef GDRPIPE_UCX_HAS_MD_V2
-    t->ep_connect_to_ep_v2    = (void*)ucs_empty_function_return_unsupported;
+    t->ep_connect_to_ep_v2    = gdrpipe_ucx_ep_connect_to_ep_v2;
     t->iface_is_reachable_v2  = gdrpipe_ucx_is_reachable_v2;
     t->ep_is_connected        = uct_base_ep_is_connected;
 #endif
