@@ -1,0 +1,105 @@
+#!/bin/bash
+# stack.sh NAME BUILD -- gdrpipe on the MPI and UCX this environment provides
+# (the GPU machine's own Ubuntu stack, or a Debian root filesystem entered
+# with chroot), without ci/device/common.sh's bundled Debian 12 stack: the
+# verifiers with device buffers, then the OSU point-to-point benchmarks with
+# device and host buffers, each setting's runs interleaved, medians in tables.
+#
+#   BUILD      a gdrpipe build for this UCX (plugin/, bench/, test/integration/)
+#   OSU_DIR    OSU micro-benchmarks binaries (built elsewhere; never here)
+#   UCX_REF    a UCX built with CUDA, measured beside gdrpipe without it
+#              (variant ucxref: UCX_TLS=cuda_ipc,cuda_copy,sm,self)
+#   REPS       runs of each setting (3)      OUT  logs (/tmp/gdrpipe-out/NAME)
+#
+# Settings: v2 = gdrpipe-run's defaults (UCX's protocol v2 on 1.16+); v1 =
+# UCX_PROTO_ENABLE=n; rndv = v2 with every message by rendezvous
+# (UCX_RNDV_THRESH=0, osu_bibw only); ucxref. Exit status: failed steps.
+set -u
+name=${1:?usage: stack.sh NAME BUILD}
+B=$(cd "${2:?usage: stack.sh NAME BUILD}" && pwd)
+OUT=${OUT:-/tmp/gdrpipe-out}/$name
+REPS=${REPS:-3}
+mkdir -p "$OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_WARN_UNUSED_ENV_VARS=n
+export GDRPIPE_PLUGIN=$B/plugin/libuct_gdrpipe.so
+RUN=(sh "$B/plugin/gdrpipe-run" mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core)
+fails=0
+step() {   # step LOGNAME LIMIT CMD...
+    local log=$OUT/$1.log t=$2; shift 2
+    timeout --kill-after=5 "$t" "$@" >"$log" 2>&1
+    local rc=$?
+    echo "=== $(basename "$log" .log): rc=$rc" >>"$OUT/steps.rc"
+    [ $rc -eq 0 ] || { fails=$((fails + 1)); echo "FAILED ($rc): $*"; tail -5 "$log"; }
+    return $rc
+}
+
+echo "== $name: $(ucx_info -v 2>/dev/null | sed -n 's/^# Library version: //p') / $(mpirun --version 2>&1 | head -1)"
+step verify-mpi 300 "${RUN[@]}" "$B/test/integration/mpi_verify" -d cuda --max 64M --realloc &&
+    tail -1 "$OUT/verify-mpi.log"
+step verify-ucp 300 env LD_PRELOAD="$GDRPIPE_PLUGIN" UCX_TLS=gdrpipe,self \
+    "$B/test/integration/ucp_verify" -d cuda --max 64M && tail -1 "$OUT/verify-ucp.log"
+step bw-v2 120 "${RUN[@]}" "$B/bench/gdrpipe_bw" -d cuda -m 65536:67108864 D D &&
+    tail -5 "$OUT/bw-v2.log"
+UCX_PROTO_ENABLE=n step bw-v1 120 "${RUN[@]}" -x UCX_PROTO_ENABLE "$B/bench/gdrpipe_bw" \
+    -d cuda -m 65536:67108864 D D && tail -5 "$OUT/bw-v1.log"
+
+osu=$(find "${OSU_DIR:-/nonexistent}" -name osu_bw -type f 2>/dev/null | head -1)
+if [ -z "$osu" ]; then
+    echo "== $name: no OSU_DIR: OSU benchmarks skipped"
+    exit $fails
+fi
+od=$(dirname "$osu")
+run_osu() {   # run_osu VARIANT BENCH PAIR REP
+    local v=$1 b=$2 p=$3 r=$4 args=() log
+    log=$v-$b-${p/ /}-$r
+    case $b in osu_latency) args=(-i 200 -x 20) ;; osu_mbw_mr) args=(-m 8:8) ;; esac
+    case $v in
+    v2) step "$log" 180 "${RUN[@]}" "$od/$b" -d cuda "${args[@]}" $p ;;
+    v1) UCX_PROTO_ENABLE=n step "$log" 180 "${RUN[@]}" -x UCX_PROTO_ENABLE "$od/$b" -d cuda "${args[@]}" $p ;;
+    rndv) UCX_RNDV_THRESH=0 step "$log" 180 "${RUN[@]}" -x UCX_RNDV_THRESH "$od/$b" -d cuda "${args[@]}" $p ;;
+    ucxref)
+        LD_LIBRARY_PATH=$UCX_REF/lib:${LD_LIBRARY_PATH:-} step "$log" 180 mpirun \
+            --allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ucx \
+            --mca pml_ucx_tls any --mca pml_ucx_devices any -x LD_LIBRARY_PATH \
+            -x UCX_TLS=cuda_ipc,cuda_copy,sm,self "$od/$b" -d cuda "${args[@]}" $p ;;
+    esac
+}
+variants="v2 v1"
+[ -z "${UCX_REF:-}" ] || variants="$variants ucxref"
+for r in $(seq "$REPS"); do
+    for b in osu_latency osu_bw osu_bibw; do
+        for p in "D D" "D H" "H D"; do
+            for v in $variants; do run_osu "$v" "$b" "$p" "$r"; done
+        done
+    done
+    run_osu rndv osu_bibw "D D" "$r"
+    for v in $variants; do run_osu "$v" osu_mbw_mr "D D" "$r"; done
+done
+
+# medians per size of the runs' "size value" lines; one table per benchmark
+median() {   # median LOG... -> "size median" lines
+    awk '/^[0-9]+([ \t]+[0-9.]+)+[ \t]*$/ { n = ++c[$1]; v[$1, n] = $2; if (n == 1) o[++m] = $1 }
+        END { for (j = 1; j <= m; j++) { s = o[j]; k = c[s]
+                for (a = 1; a <= k; a++) for (b = a + 1; b <= k; b++)
+                    if (v[s, b] + 0 < v[s, a] + 0) { t = v[s, a]; v[s, a] = v[s, b]; v[s, b] = t }
+                printf "%s %s\n", s, (k % 2) ? v[s, (k + 1) / 2] : (v[s, k / 2] + v[s, k / 2 + 1]) / 2 } }' "$@"
+}
+for b in osu_latency osu_bw osu_bibw osu_mbw_mr; do
+    for p in DD DH HD; do
+        cols=""
+        for v in $variants rndv; do
+            ls "$OUT/$v-$b-$p-"*.log >/dev/null 2>&1 || continue
+            median "$OUT/$v-$b-$p-"*.log >"$OUT/med-$v-$b-$p"
+            cols="$cols $v"
+        done
+        [ -n "$cols" ] || continue
+        echo
+        echo "## $name $b $p (median of $REPS)"
+        printf '| size |'; for v in $cols; do printf ' %s |' "$v"; done; echo
+        join_all=$(for v in $cols; do echo "$OUT/med-$v-$b-$p"; done)
+        awk -v n="$(echo $cols | wc -w)" 'FNR == 1 { f++ } { v[$1, f] = $2; if (!($1 in s)) { s[$1] = 1; z[++m] = $1 } }
+            END { for (j = 1; j <= m; j++) { printf "| %s |", z[j]; for (i = 1; i <= n; i++) printf " %s |", v[z[j], i]; printf "\n" } }' $join_all
+    done
+done | tee "$OUT/tables.txt"
+echo "== $name: $fails failed steps"
+exit $fails
