@@ -10,8 +10,10 @@
 #   UCX_REF    a UCX built with CUDA, measured beside gdrpipe without it
 #              (variant ucxref: UCX_TLS=cuda_ipc,cuda_copy,sm,self)
 #   REPS       runs of each setting (3)      OUT  logs (/tmp/gdrpipe-out/NAME)
+#   DD_EXTRA   more settings for osu_bw and osu_bibw D D: NAME:VAR=VALUE[,...]
+#              (gdrpipe-run's defaults plus that environment)
 #
-# Settings: v2 = gdrpipe-run's defaults (UCX's protocol v2 on 1.16+); v1 =
+# Settings: v2 = gdrpipe-run's defaults (UCX's protocol v2 on 1.16+); v1 (D D only) =
 # UCX_PROTO_ENABLE=n; rndv = v2 with every message by rendezvous
 # (UCX_RNDV_THRESH=0, osu_bibw only); ucxref. Exit status: failed steps.
 set -u
@@ -57,6 +59,13 @@ run_osu() {   # run_osu VARIANT BENCH PAIR REP
     v2) step "$log" 180 "${RUN[@]}" "$od/$b" -d cuda "${args[@]}" $p ;;
     v1) UCX_PROTO_ENABLE=n step "$log" 180 "${RUN[@]}" -x UCX_PROTO_ENABLE "$od/$b" -d cuda "${args[@]}" $p ;;
     rndv) UCX_RNDV_THRESH=0 step "$log" 180 "${RUN[@]}" -x UCX_RNDV_THRESH "$od/$b" -d cuda "${args[@]}" $p ;;
+    *:*)
+        local kv e=() kvx
+        IFS=, read -ra kv <<<"${v#*:}"
+        for kvx in "${kv[@]}"; do e+=(-x "$kvx"); done
+        log=${v%%:*}-$b-${p/ /}-$r
+        env "${kv[@]}" bash -c "$(declare -f step); $(declare -p OUT fails); step \"\$@\"" _ \
+            "$log" 180 "${RUN[@]}" "${e[@]}" "$od/$b" -d cuda "${args[@]}" $p ;;
     ucxref)
         LD_LIBRARY_PATH=$UCX_REF/lib:${LD_LIBRARY_PATH:-} step "$log" 180 mpirun \
             --allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ucx \
@@ -69,10 +78,14 @@ variants="v2 v1"
 for r in $(seq "$REPS"); do
     for b in osu_latency osu_bw osu_bibw; do
         for p in "D D" "D H" "H D"; do
-            for v in $variants; do run_osu "$v" "$b" "$p" "$r"; done
+            for v in $variants; do
+                # v1 is the reference of the D D targets only
+                [ "$v" = v1 ] && [ "$p" != "D D" ] || run_osu "$v" "$b" "$p" "$r"
+            done
         done
     done
     run_osu rndv osu_bibw "D D" "$r"
+    for x in ${DD_EXTRA:-}; do run_osu "$x" osu_bw "D D" "$r"; run_osu "$x" osu_bibw "D D" "$r"; done
     for v in $variants; do run_osu "$v" osu_mbw_mr "D D" "$r"; done
 done
 
@@ -87,7 +100,7 @@ median() {   # median LOG... -> "size median" lines
 for b in osu_latency osu_bw osu_bibw osu_mbw_mr; do
     for p in DD DH HD; do
         cols=""
-        for v in $variants rndv; do
+        for v in $variants rndv $(for x in ${DD_EXTRA:-}; do echo "${x%%:*}"; done); do
             ls "$OUT/$v-$b-$p-"*.log >/dev/null 2>&1 || continue
             median "$OUT/$v-$b-$p-"*.log >"$OUT/med-$v-$b-$p"
             cols="$cols $v"
