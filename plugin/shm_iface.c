@@ -297,6 +297,9 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
                  (unsigned long)gdrpipe_tcp_bound_count());
     }
     if (self->xfer != NULL) {
+        if (self->round_open) {
+            gp_xfer_round_end(self->xfer);
+        }
         gp_xfer_engine_destroy(self->xfer);
     }
     gdrpipe_shm_flush_cancel(self);

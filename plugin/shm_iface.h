@@ -21,7 +21,9 @@ typedef struct gdrpipe_shm_iface {
     ucs_queue_head_t  flush_q;       /* flush completions waiting for transfers */
     int               stats;         /* UCX_GDRPIPE_STATS */
     unsigned          progressing;   /* inside iface progress (nesting depth) */
-    int               round_open;    /* a round of the engine is open (gdrpipe_shm_xfer_start) */
+    int               round_open;    /* a round of the engine is open until the end of
+                                        the current or next progress call
+                                        (gdrpipe_shm_xfer_start) */
 } gdrpipe_shm_iface_t;
 
 /* creates an interface of the "memory" device (UCT's iface_open) */
@@ -37,16 +39,20 @@ static UCS_F_ALWAYS_INLINE int gdrpipe_shm_iface_busy(const gdrpipe_shm_iface_t 
     return (iface->xfer != NULL) && (gp_xfer_outstanding(iface->xfer) != 0);
 }
 
-/* Starts a data-path transfer. Inside the interface's progress it first opens
- * a round of the engine (once per progress call): the direct device copies of
- * the round are then launched together when progress ends. Host-only progress
- * calls pay nothing for it. */
+/* Starts a data-path transfer in a round of the engine: the direct device
+ * copies of a round are launched together when it ends. Inside the
+ * interface's progress the round is that call's; outside it (UCP starting a
+ * rendezvous read from ucp_tag_recv_nbx, on a request that had already
+ * arrived) the round stays open until the end of the next progress call, so
+ * that the reads of the messages matched between two progress calls go in
+ * one launch, not one copy each. A transfer completes only through progress
+ * anyway. Host-only traffic pays nothing for it. */
 static inline int gdrpipe_shm_xfer_start(gdrpipe_shm_iface_t *iface, gp_shm_peer_t *peer,
                                          int is_get, const struct iovec *local, size_t iovcnt,
                                          uint64_t remote_addr, const gp_rkey_t *rkey,
                                          gp_xfer_done_cb_t cb, void *arg)
 {
-    if (iface->progressing && !iface->round_open) {
+    if (!iface->round_open) {
         gp_xfer_round_begin(iface->xfer);
         iface->round_open = 1;
     }
