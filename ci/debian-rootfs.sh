@@ -74,6 +74,11 @@ if [ -n "$cuda_gcc" ] && [ -n "$gcc_major" ] && [ "$gcc_major" -gt "$cuda_gcc" ]
         >>/tmp/gdrpipe-debootstrap.log 2>&1 || exit 1
     mkdir -p "$(dirname "$cache")" && tar -C "$root" -cf "$cache" .
 fi
+# the root filesystem a mount point of its own (private: nothing mounted in
+# it shows elsewhere): `ip netns`, which the two-host tests use
+# (test/multihost/hosts.sh), makes / a slave mount in each namespace it
+# enters, and fails where / is no mount point
+mount --bind "$root" "$root" && mounts+=("$root") && mount --make-private "$root" || exit 1
 bind /proc /proc && bind /dev /dev && bind /dev/shm /dev/shm && bind /dev/pts /dev/pts &&
     bind /sys /sys || exit 1
 bind "$src" /src ro || exit 1
