@@ -69,7 +69,26 @@ if [ ! -x "$root/usr/bin/ucx_info" ]; then
         [ -z "$cache" ] || { mkdir -p "$(dirname "$cache")" && tar -C "$root" -cf "$cache" .; }
     fi
 fi
+# nvcc takes host compilers up to a GCC version of its own (CUDA 13.0: 15);
+# where the release's g++ is newer (unstable's), the kernels are built with
+# the newest one nvcc takes (meson finds g++-N), installed here once
+cuda_gcc=$(sed -n 's/^#if __GNUC__ > \([0-9]*\)$/\1/p' \
+    /usr/local/cuda/include/crt/host_config.h 2>/dev/null | head -1)
+gcc_major=$(chroot "$root" g++ -dumpversion 2>/dev/null | cut -d. -f1)
+if [ -n "$cuda_gcc" ] && [ -n "$gcc_major" ] && [ "$gcc_major" -gt "$cuda_gcc" ] &&
+        [ ! -x "$root/usr/bin/g++-$cuda_gcc" ]; then
+    echo "== $suite: g++ $gcc_major is newer than nvcc takes: installing g++-$cuda_gcc"
+    chroot "$root" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends g++-$cuda_gcc && apt-get clean" \
+        >>"$log" 2>&1 || exit 1
+    [ -z "$cache" ] || tar -C "$root" -cf "$cache" .
+fi
 [ $prepare_only = 0 ] || exit 0
+# the root filesystem a mount point of its own (private: nothing mounted in
+# it shows elsewhere): `ip netns`, which the two-host tests use
+# (test/multihost/hosts.sh), makes / a slave mount in each namespace it
+# enters, and fails where / is no mount point
+mount --bind "$root" "$root" && mounts+=("$root") && mount --make-private "$root" || exit 1
 bind /proc /proc && bind /dev /dev && bind /dev/shm /dev/shm && bind /dev/pts /dev/pts &&
     bind /sys /sys || exit 1
 bind "$src" /src ro || exit 1

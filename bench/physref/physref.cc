@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -202,17 +203,20 @@ int run_single(int iters) {
         const char *name;
         CUdeviceptr dst, src;
     };
-    std::vector<Op> ops = {
+    // every copy and wait there can be, the last one of each only where
+    // there is a second device or stream memory operations
+    const Op all_ops[] = {
         {"H2D pinned", d0, CUdeviceptr(pinned)},
         {"D2H pinned", CUdeviceptr(pinned), d0},
         {"H2D pageable", d0, CUdeviceptr(pageable.data())},
         {"D2H pageable", CUdeviceptr(pageable.data()), d0},
+        {"D2D peer 0->1", d1, d0},
     };
-    if (d1 != 0) ops.push_back({"D2D peer 0->1", d1, d0});
+    const std::span<const Op> ops(all_ops, d1 != 0 ? 5 : 4);
     std::printf("# single: one process, one copy at a time, median of %d (us)\n", iters);
     std::printf("%-14s %8s", "copy", "size");
-    std::vector<Wait> waits = {Wait::sync, Wait::query, Wait::event, Wait::api};
-    if (c.has_wv) waits.push_back(Wait::flag);
+    const Wait all_waits[] = {Wait::sync, Wait::query, Wait::event, Wait::api, Wait::flag};
+    const std::span<const Wait> waits(all_waits, c.has_wv ? 5 : 4);
     for (Wait w : waits) std::printf(" %12s", wait_name(w));
     std::printf("\n");
     for (const Op &op : ops) {

@@ -1,5 +1,5 @@
 /* What the plugin uses of UCX's internals that has one form in every
- * supported UCX version (1.13 to 1.22): UCT's base interface and endpoint
+ * supported UCX version (1.13 to 1.23): UCT's base interface and endpoint
  * classes, the memory domain and transport entries, the registration calls,
  * UCM's event installers. Declared in the plugin's words from reading UCX's
  * sources; each version's file (v1_*.c) checks the sizes and offsets that
@@ -167,7 +167,9 @@ typedef struct uct_md_mkey_pack_params {
     unsigned flags;
 } uct_md_mkey_pack_params_t;
 
-/* the operations an interface's performance is asked for */
+/* the operations an interface's performance is asked for: the first nine,
+ * the ones the plugin tells apart (the tag-matching, atomic and, from 1.23,
+ * flush operations follow; their count differs between versions) */
 typedef enum {
     UCT_EP_OP_AM_SHORT,
     UCT_EP_OP_AM_BCOPY,
@@ -177,8 +179,7 @@ typedef enum {
     UCT_EP_OP_PUT_ZCOPY,
     UCT_EP_OP_GET_SHORT,
     UCT_EP_OP_GET_BCOPY,
-    UCT_EP_OP_GET_ZCOPY,
-    UCT_EP_OP_LAST = 15
+    UCT_EP_OP_GET_ZCOPY
 } uct_ep_operation_t;
 
 /* ---- UCS ------------------------------------------------------------------ */

@@ -11,6 +11,7 @@
  *                                     with the range, mem_attach, and the
  *                                     v2 internal interface operations
  *   GDRPIPE_UCX_HAS_MD_ELEM_PACK      md operation mem_elem_pack
+ *   GDRPIPE_UCX_HAS_MD_ELEM_RELEASE   md operation mem_elem_release
  *   GDRPIPE_UCX_HAS_MEM_QUERY_V2      mem_query fills uct_md_mem_attr_v2_t
  *   GDRPIPE_UCX_HAS_MEM_FLAGS         memory flags: md attribute
  *                                     required_mem_flags, the memory-type
@@ -21,6 +22,8 @@
  *   GDRPIPE_UCX_HAS_IOPS_MEM_ELEMENT_PACK  internal op iface_mem_element_pack
  *   GDRPIPE_UCX_HAS_IOPS_DEVICE_EP    internal op ep_get_device_ep
  *   GDRPIPE_UCX_HAS_IOPS_PUT_SGL      internal op ep_put_sgl_zcopy
+ *   GDRPIPE_UCX_HAS_IOPS_GET_SGL      internal op ep_get_sgl_zcopy
+ *   GDRPIPE_UCX_HAS_IOPS_OUTSTANDING_PURGE  internal op ep_outstanding_purge
  *   GDRPIPE_UCX_HAS_RNDV_V1           the ABI file implements
  *                                     gdrpipe_ucx_rndv_begin/end itself */
 #include GDRPIPE_UCX_ABI_HEADER
@@ -318,6 +321,10 @@ uct_md_ops_t *gdrpipe_ucx_md_ops(gdrpipe_ucx_md_ops_t *ops,
 #ifdef GDRPIPE_UCX_HAS_MD_ELEM_PACK
     t->mem_elem_pack      = (void*)ucs_empty_function_return_unsupported;
 #endif
+#ifdef GDRPIPE_UCX_HAS_MD_ELEM_RELEASE
+    /* nothing is ever packed to release */
+    t->mem_elem_release   = (void*)ucs_empty_function;
+#endif
     __atomic_store_n(&ops->funcs, funcs, __ATOMIC_RELEASE);
     return t;
 }
@@ -472,6 +479,14 @@ uct_iface_internal_ops_t *gdrpipe_ucx_iface_ops(gdrpipe_ucx_iface_ops_t *ops,
 #endif
 #ifdef GDRPIPE_UCX_HAS_IOPS_PUT_SGL
     t->ep_put_sgl_zcopy       = (void*)ucs_empty_function_return_unsupported;
+#endif
+#ifdef GDRPIPE_UCX_HAS_IOPS_GET_SGL
+    t->ep_get_sgl_zcopy       = (void*)ucs_empty_function_return_unsupported;
+#endif
+#ifdef GDRPIPE_UCX_HAS_IOPS_OUTSTANDING_PURGE
+    /* the interfaces say nothing of tokens (UCT_IFACE_FLAG_V2_QUERY_TOKEN),
+     * so UCT has no outstanding operations of theirs to purge */
+    t->ep_outstanding_purge   = (void*)ucs_empty_function_return_unsupported;
 #endif
     __atomic_store_n(&ops->funcs, funcs, __ATOMIC_RELEASE);
     return t;

@@ -1,4 +1,4 @@
-/* UCX 1.19 to 1.22 (see v1_19.h for the layouts; the adapters are
+/* UCX 1.19 to 1.23 (see v1_19.h for the layouts; the adapters are
  * common.c's). Built for one minor version (GDRPIPE_UCX_MINOR), since
  * several layouts differ between them. */
 #include "v1_19.h"
@@ -15,7 +15,8 @@ const int gdrpipe_ucx_md_reaches_registered = 1;
     ((GDRPIPE_UCX_MINOR >= (_minor)) ? (_then) : (_else))
 
 /* the layouts UCX's code relies on (x86-64, no statistics), read from
- * UCX 1.19.1, 1.20.1, 1.21.0 and 1.22.0 */
+ * UCX 1.19.1, 1.20.1, 1.21.0 and 1.22.0; for 1.23 checked against Debian's
+ * 1.23.0~rc1 libraries (see the block for 1.23 below) */
 _Static_assert(sizeof(uct_tl_t) == 104, "uct_tl_t");
 
 /* component */
@@ -29,7 +30,9 @@ _Static_assert(offsetof(uct_component_t, md_vfs_init) == 224, "md_vfs_init");
 _Static_assert(sizeof(uct_rkey_unpack_params_t) == 16, "rkey unpack params");
 
 /* memory domains */
-_Static_assert(sizeof(uct_md_ops_t) == GDRPIPE_UCX_AT_LEAST(21, 96, 88), "uct_md_ops_t");
+_Static_assert(sizeof(uct_md_ops_t) ==
+               GDRPIPE_UCX_AT_LEAST(23, 104, GDRPIPE_UCX_AT_LEAST(21, 96, 88)),
+               "uct_md_ops_t");
 _Static_assert(offsetof(uct_md_ops_t, mem_reg) == 40, "md ops mem_reg");
 _Static_assert(offsetof(uct_md_ops_t, mem_query) == 56, "md ops mem_query");
 _Static_assert(offsetof(uct_md_ops_t, mkey_pack) == 64, "md ops mkey_pack");
@@ -59,7 +62,8 @@ _Static_assert(sizeof(uct_md_mkey_pack_params_t) == 16, "mkey pack params");
 
 /* interfaces */
 _Static_assert(sizeof(uct_iface_internal_ops_t) ==
-               ((GDRPIPE_UCX_MINOR == 19) ? 56 : (GDRPIPE_UCX_MINOR == 21) ? 64 : 80),
+               ((GDRPIPE_UCX_MINOR == 19) ? 56 : (GDRPIPE_UCX_MINOR == 21) ? 64 :
+                (GDRPIPE_UCX_MINOR >= 23) ? 96 : 80),
                "uct_iface_internal_ops_t");
 _Static_assert(offsetof(uct_iface_internal_ops_t, iface_estimate_perf) ==
                (((GDRPIPE_UCX_MINOR == 20) || (GDRPIPE_UCX_MINOR >= 22)) ? 8 : 0),
@@ -98,6 +102,31 @@ _Static_assert(offsetof(uct_perf_attr_t, flags) == 104, "perf flags");
 _Static_assert(sizeof(uct_iface_is_reachable_params_t) == 64, "is_reachable params");
 _Static_assert(offsetof(uct_iface_is_reachable_params_t, scope) == 40,
                "is_reachable params scope");
+
+#if GDRPIPE_UCX_MINOR >= 23
+/* 1.23, as Debian's 1.23.0~rc1 libuct has it: its md operation tables (the
+ * self and tcp transports') are 104 bytes and fill mem_elem_release last; its
+ * internal operation tables are 96 bytes, uct_stub_internal_ops fills all
+ * twelve slots, and uct_base_iface_t_init checks slot 11 (ep_outstanding_purge)
+ * besides estimate_perf, vfs_refresh, ep_query and ep_invalidate (slots 1-4).
+ * The component (232 bytes, rkey_compare at 64, md_vfs_init at 224), the
+ * base interface (1280 bytes, internal_ops at 400, am at 424), the md
+ * attributes (reg_alignment at 528, required_mem_flags at 536) and the
+ * performance estimate (flags at 104) are as in 1.22. */
+_Static_assert(offsetof(uct_md_ops_t, mem_elem_pack) == 88, "1.23 md ops mem_elem_pack");
+_Static_assert(offsetof(uct_md_ops_t, mem_elem_release) == 96,
+               "1.23 md ops mem_elem_release");
+_Static_assert(offsetof(uct_iface_internal_ops_t, iface_estimate_perf) == 8,
+               "1.23 iface_estimate_perf");
+_Static_assert(offsetof(uct_iface_internal_ops_t, ep_invalidate) == 32,
+               "1.23 ep_invalidate");
+_Static_assert(offsetof(uct_iface_internal_ops_t, ep_put_sgl_zcopy) == 72,
+               "1.23 ep_put_sgl_zcopy");
+_Static_assert(offsetof(uct_iface_internal_ops_t, ep_get_sgl_zcopy) == 80,
+               "1.23 ep_get_sgl_zcopy");
+_Static_assert(offsetof(uct_iface_internal_ops_t, ep_outstanding_purge) == 88,
+               "1.23 ep_outstanding_purge");
+#endif
 
 
 /* ---- versions ----------------------------------------------------------------- */

@@ -1,11 +1,13 @@
-/* UCX 1.19 to 1.22's internal layouts that the shared adapters (common.c)
+/* UCX 1.19 to 1.23's internal layouts that the shared adapters (common.c)
  * fill or read: the component (rkey_unpack with unpack parameters), the
  * memory-domain operations and their parameter structs, the flat v2 md
  * attributes, the internal interface operations with their parameter
  * structs, and the performance estimate. Written from reading UCX 1.19.1's,
  * 1.20.1's, 1.21.0's and 1.22.0's uct/base/uct_component.h, uct_md.h,
- * uct_iface.h and uct/api/v2/uct_v2.h. They differ in these places, chosen
- * by GDRPIPE_UCX_MINOR (the minor version built for):
+ * uct_iface.h and uct/api/v2/uct_v2.h, and for 1.23 its development line's
+ * (checked against the tables in Debian's 1.23.0~rc1 libraries). They
+ * differ in these places, chosen by GDRPIPE_UCX_MINOR (the minor version
+ * built for):
  *   - the internal interface operations: seven in 1.19; 1.20 puts
  *     iface_query_v2 first and adds iface_mem_element_pack and
  *     ep_get_device_ep (ten); 1.21 has the seven and ep_get_device_ep;
@@ -13,14 +15,18 @@
  *   - the md operations gain mem_elem_pack at the end in 1.21
  *   - 1.22: mem_query fills uct_md_mem_attr_v2_t, the md attributes end in
  *     required_mem_flags, the memory-type cache and UCM's memory-type event
- *     carry a device and memory flags */
+ *     carry a device and memory flags
+ *   - 1.23: mem_elem_pack hands back a release handle, and mem_elem_release
+ *     follows it in the md operations; the internal interface operations
+ *     end in ep_get_sgl_zcopy and ep_outstanding_purge (a UCX built with
+ *     assertions, as Debian's is, checks the latter at interface init) */
 #ifndef GDRPIPE_UCX_V1_19_H
 #define GDRPIPE_UCX_V1_19_H
 
 #include "ucx.h"
 
-#if !defined(GDRPIPE_UCX_MINOR) || (GDRPIPE_UCX_MINOR < 19) || (GDRPIPE_UCX_MINOR > 22)
-#error "v1_19 serves UCX 1.19 to 1.22: GDRPIPE_UCX_MINOR must say which"
+#if !defined(GDRPIPE_UCX_MINOR) || (GDRPIPE_UCX_MINOR < 19) || (GDRPIPE_UCX_MINOR > 23)
+#error "v1_19 serves UCX 1.19 to 1.23: GDRPIPE_UCX_MINOR must say which"
 #endif
 
 /* which of the shared adapters (common.c) apply */
@@ -46,6 +52,11 @@
 #define GDRPIPE_UCX_HAS_IOPS_PUT_SGL       1
 #define GDRPIPE_UCX_HAS_MEM_QUERY_V2       1
 #define GDRPIPE_UCX_HAS_MEM_FLAGS          1
+#endif
+#if GDRPIPE_UCX_MINOR >= 23
+#define GDRPIPE_UCX_HAS_MD_ELEM_RELEASE    1
+#define GDRPIPE_UCX_HAS_IOPS_GET_SGL       1
+#define GDRPIPE_UCX_HAS_IOPS_OUTSTANDING_PURGE 1
 #endif
 
 /* ---- component ------------------------------------------------------------- */
@@ -181,7 +192,13 @@ struct uct_md_ops {
                                uct_mem_h *memh_p);
     ucs_status_t (*detect_memory_type)(uct_md_h md, const void *address,
                                        size_t length, ucs_memory_type_t *type_p);
-#if GDRPIPE_UCX_MINOR >= 21
+#if GDRPIPE_UCX_MINOR >= 23
+    /* a registration's element for device-side code, and the release of
+     * what packing it holds (neither offered) */
+    ucs_status_t (*mem_elem_pack)(uct_md_h md, uct_mem_h memh, uct_rkey_t rkey,
+                                  void *elem, void **release_handle_p);
+    void         (*mem_elem_release)(uct_md_h md, void *release_handle);
+#elif GDRPIPE_UCX_MINOR >= 21
     /* a registration's element for device-side code (not offered) */
     ucs_status_t (*mem_elem_pack)(uct_md_h md, uct_mem_h memh, uct_rkey_t rkey,
                                   void *elem);
@@ -244,6 +261,9 @@ typedef struct uct_iface_is_reachable_params {
 
 typedef struct uct_ep_is_connected_params uct_ep_is_connected_params_t;
 
+/* what to purge of an endpoint's outstanding operations (not offered) */
+typedef struct uct_ep_outstanding_purge_params uct_ep_outstanding_purge_params_t;
+
 /* the v2 interface attributes: only passed on to UCX's own query */
 typedef struct uct_iface_attr_v2 uct_iface_attr_v2_t;
 
@@ -281,6 +301,17 @@ struct uct_iface_internal_ops {
                                      uct_rkey_t const *rkeys, const size_t *counts,
                                      const size_t *strides, size_t count,
                                      uct_completion_t *comp);
+#endif
+#if GDRPIPE_UCX_MINOR >= 23
+    ucs_status_t (*ep_get_sgl_zcopy)(uct_ep_h ep, void *const *buffers,
+                                     const size_t *lengths, uct_mem_h const *memhs,
+                                     const uint64_t *remote_addrs,
+                                     uct_rkey_t const *rkeys, const size_t *counts,
+                                     const size_t *strides, size_t count,
+                                     uct_completion_t *comp);
+    /* checked for NULL at interface init (assertions) */
+    ucs_status_t (*ep_outstanding_purge)(uct_ep_h ep,
+                                         const uct_ep_outstanding_purge_params_t *params);
 #endif
 };
 

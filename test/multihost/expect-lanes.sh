@@ -16,7 +16,10 @@ if [ "$rc" -ne 0 ]; then
     echo "expect-lanes.sh: the run failed ($rc)" >&2
     exit 1
 fi
-cfgs=$(printf '%s\n' "$out" | grep -o 'ep_cfg\[[0-9]*\]: tag([^)]*)' | sed 's/^ep_cfg\[[0-9]*\]: //' | sort -u)
+# UCX 1.13 prints "ep_cfg[N]: tag(...)", 1.16 and later
+# "<context> intra-node|inter-node|self cfg#N tag(...)"
+cfgs=$(printf '%s\n' "$out" | grep -oE '(ep_cfg\[[0-9]+\]: |cfg#[0-9]+ )tag\([^)]*\)' |
+       sed 's/^.*tag(/tag(/' | sort -u)
 printf 'endpoint configurations seen:\n%s\n' "$cfgs"
 remote=$(printf '%s\n' "$cfgs" | grep -c '^tag(tcp/[^ ]*)$')
 local=$(printf '%s\n' "$cfgs" | grep -c 'gdrpipe/memory')
