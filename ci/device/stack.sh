@@ -10,6 +10,8 @@
 #   UCX_REF    a UCX built with CUDA, measured beside gdrpipe without it
 #              (variant ucxref: UCX_TLS=cuda_ipc,cuda_copy,sm,self)
 #   REPS       runs of each setting (3)      OUT  logs (/tmp/gdrpipe-out/NAME)
+#   OSU_BENCHES, OSU_PAIRS  which benchmarks and placements (default: osu_latency
+#              osu_bw osu_bibw; "D D" "D H" "H D" as DD DH HD) besides osu_mbw_mr D D
 #   DD_EXTRA   more settings for osu_bw and osu_bibw D D: NAME:VAR=VALUE[,...]
 #              (gdrpipe-run's defaults plus that environment)
 #
@@ -76,8 +78,9 @@ run_osu() {   # run_osu VARIANT BENCH PAIR REP
 variants="v2 v1"
 [ -z "${UCX_REF:-}" ] || variants="$variants ucxref"
 for r in $(seq "$REPS"); do
-    for b in osu_latency osu_bw osu_bibw; do
-        for p in "D D" "D H" "H D"; do
+    for b in ${OSU_BENCHES:-osu_latency osu_bw osu_bibw}; do
+        for pp in ${OSU_PAIRS:-DD DH HD}; do
+            p="${pp:0:1} ${pp:1:1}"
             for v in $variants; do
                 # v1 is the reference of the D D targets only
                 [ "$v" = v1 ] && [ "$p" != "D D" ] || run_osu "$v" "$b" "$p" "$r"
