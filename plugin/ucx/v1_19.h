@@ -264,6 +264,16 @@ typedef struct uct_ep_is_connected_params uct_ep_is_connected_params_t;
 /* what to purge of an endpoint's outstanding operations (not offered) */
 typedef struct uct_ep_outstanding_purge_params uct_ep_outstanding_purge_params_t;
 
+/* a scatter-gather zero-copy put (1.22) or get (1.23) (not offered) */
+typedef ucs_status_t (*gdrpipe_ucx_ep_sgl_zcopy_func_t)(uct_ep_h ep, void *const *buffers,
+                                                        const size_t *lengths,
+                                                        uct_mem_h const *memhs,
+                                                        const uint64_t *remote_addrs,
+                                                        uct_rkey_t const *rkeys,
+                                                        const size_t *counts,
+                                                        const size_t *strides, size_t count,
+                                                        uct_completion_t *comp);
+
 /* the v2 interface attributes: only passed on to UCX's own query */
 typedef struct uct_iface_attr_v2 uct_iface_attr_v2_t;
 
@@ -295,20 +305,10 @@ struct uct_iface_internal_ops {
     ucs_status_t (*ep_get_device_ep)(uct_ep_h ep, void *device_ep_p);
 #endif
 #if GDRPIPE_UCX_MINOR >= 22
-    ucs_status_t (*ep_put_sgl_zcopy)(uct_ep_h ep, void *const *buffers,
-                                     const size_t *lengths, uct_mem_h const *memhs,
-                                     const uint64_t *remote_addrs,
-                                     uct_rkey_t const *rkeys, const size_t *counts,
-                                     const size_t *strides, size_t count,
-                                     uct_completion_t *comp);
+    gdrpipe_ucx_ep_sgl_zcopy_func_t ep_put_sgl_zcopy;
 #endif
 #if GDRPIPE_UCX_MINOR >= 23
-    ucs_status_t (*ep_get_sgl_zcopy)(uct_ep_h ep, void *const *buffers,
-                                     const size_t *lengths, uct_mem_h const *memhs,
-                                     const uint64_t *remote_addrs,
-                                     uct_rkey_t const *rkeys, const size_t *counts,
-                                     const size_t *strides, size_t count,
-                                     uct_completion_t *comp);
+    gdrpipe_ucx_ep_sgl_zcopy_func_t ep_get_sgl_zcopy;
     /* checked for NULL at interface init (assertions) */
     ucs_status_t (*ep_outstanding_purge)(uct_ep_h ep,
                                          const uct_ep_outstanding_purge_params_t *params);
