@@ -466,7 +466,7 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
     const pid_t launcher = getpid();
-    pid_t child = fork();
+    pid_t child = gp_fork_alone(5.0);
     if (child < 0) {
         perror("fork");
         return 1;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -345,4 +346,29 @@ ucs_status_t gp_ucp_recv(gp_ucp_t *u, void *buf, size_t len, ucp_tag_t tag,
         gp_ucp_cancel(u, r);
     }
     return st;
+}
+
+/* threads of this process: the entries of /proc/self/task; -1 if unknown */
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL) {
+        return -1;
+    }
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        n += e->d_name[0] != '.';
+    }
+    closedir(d);
+    return n;
+}
+
+pid_t gp_fork_alone(double max_wait_s)
+{
+    const double until = gp_now() + max_wait_s;
+    while (thread_count() > 1 && gp_now() < until) {
+        const struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return fork();
 }

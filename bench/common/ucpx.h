@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <ucp/api/ucp.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,6 +76,14 @@ int gp_tcp_listen_accept(int port);              /* returns fd or -1 */
 int gp_tcp_connect(const char *host, int port, double timeout_s);
 
 double gp_now(void);                              /* monotonic seconds */
+
+/* fork() once this process has one thread, or after max_wait_s seconds
+ * regardless. UCX's libucs starts a thread while it loads (its virtual file
+ * system service, UCX_VFS_ENABLE), before main(); a fork while that thread
+ * holds a lock of UCM's memory hooks leaves the child's copy of the lock
+ * held forever, and the child's ucp_init() then never returns (ucm_mmap_install
+ * -> ucm_event_enter_exclusive, seen with UCX 1.18 on a loaded machine). */
+pid_t gp_fork_alone(double max_wait_s);
 
 #ifdef __cplusplus
 }

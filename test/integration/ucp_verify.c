@@ -757,7 +757,7 @@ int main(int argc, char **argv)
         return 1;
     }
     fflush(stdout);
-    g_child = fork();
+    g_child = gp_fork_alone(5.0);
     if (g_child < 0) {
         perror("fork");
         return 1;

@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     if (ppn < 1 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
         return 2;
     }
-    pid_t child = fork();
+    pid_t child = gp_fork_alone(5.0);
     if (child < 0) {
         return 2;
     }
