@@ -44,11 +44,66 @@ static void gdrpipe_copy_freed(const char *op, size_t len, const char *why)
                           "transfer is undefined", op, len, why);
 }
 
+/* The copy transport moves data between a buffer here and one at the
+ * remote address of the same process, at least one of them device memory.
+ * The remote one is expected there (device_side): when the driver no longer
+ * knows it, the copy goes with the local buffer as the device side instead
+ * (UCP also copies between host memory at the remote address and a device
+ * buffer here, such as a rank's message to itself). With neither side device
+ * memory, UCP picked this transport for page-locked host memory (which the
+ * driver knows, as it knows device memory) and the copy goes on; otherwise the
+ * remote buffer was freed while the transfer was in flight, and the copy is
+ * skipped (GP_CUDA_NOT_DEVICE) rather than touching that address with the
+ * CPU. */
+static int gdrpipe_copy_other_side(int device_side)
+{
+    return device_side == GP_CUDA_DST_DEVICE ? GP_CUDA_SRC_DEVICE : GP_CUDA_DST_DEVICE;
+}
+
+/* device_side for the retry: the other side, or 0 (any) when one of the two
+ * is page-locked host memory */
+static int gdrpipe_copy_retry_side(const void *dst, const void *src, int device_side)
+{
+    gp_mem_info_t d, s;
+
+    if ((gp_cuda_mem_query(dst, &d) == 0) && (gp_cuda_mem_query(src, &s) == 0) &&
+        (d.kind == GP_MEM_HOST) && (s.kind == GP_MEM_HOST) &&
+        (d.pinned_host || s.pinned_host)) {
+        return 0;
+    }
+    return gdrpipe_copy_other_side(device_side);
+}
+
+static int gdrpipe_copy_dev(void *dst, const void *src, size_t len, int device_side,
+                            char *err, size_t errlen)
+{
+    int rc = gp_cuda_copy_dev(dst, src, len, device_side, err, errlen);
+
+    if (rc == GP_CUDA_NOT_DEVICE) {
+        rc = gp_cuda_copy_dev(dst, src, len, gdrpipe_copy_retry_side(dst, src, device_side),
+                              err, errlen);
+    }
+    return rc;
+}
+
+static int gdrpipe_copy_async_dev(void *dst, const void *src, size_t len, int device_side,
+                                  gp_cuda_op_t **op, char *err, size_t errlen)
+{
+    int rc = gp_cuda_copy_async_dev(dst, src, len, device_side, op, err, errlen);
+
+    if (rc == GP_CUDA_NOT_DEVICE) {
+        rc = gp_cuda_copy_async_dev(dst, src, len,
+                                    gdrpipe_copy_retry_side(dst, src, device_side), op, err,
+                                    errlen);
+    }
+    return rc;
+}
+
 static ucs_status_t gdrpipe_copy_sync(void *dst, const void *src, size_t len,
                                       int device_side, const char *op)
 {
     char err[256];
-    int rc = gp_cuda_copy_dev(dst, src, len, device_side, err, sizeof(err));
+    int rc = gdrpipe_copy_dev(dst, src, len, device_side, err, sizeof(err));
 
     if (rc == GP_CUDA_NOT_DEVICE) {
         gdrpipe_copy_freed(op, len, err);
@@ -101,10 +156,10 @@ static ucs_status_t gdrpipe_copy_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         }
         desc->comp = NULL;
         desc->op   = NULL;
-        rc         = is_put ? gp_cuda_copy_async_dev((void*)raddr, local, len,
+        rc         = is_put ? gdrpipe_copy_async_dev((void*)raddr, local, len,
                                                      GP_CUDA_DST_DEVICE, &desc->op, err,
                                                      sizeof(err)) :
-                              gp_cuda_copy_async_dev(local, (void*)raddr, len,
+                              gdrpipe_copy_async_dev(local, (void*)raddr, len,
                                                      GP_CUDA_SRC_DEVICE, &desc->op, err,
                                                      sizeof(err));
         if (rc == GP_CUDA_NOT_DEVICE) {
