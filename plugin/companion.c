@@ -36,6 +36,15 @@ static const gp_companion_t companion = {
     .reduce          = gp_cuda_reduce,
     .sync_device     = gp_cuda_sync_device,
     .device_of       = companion_device_of,
+    .mem_query       = gp_cuda_mem_query,
+    .app_alloc       = gp_cuda_app_alloc,
+    .app_free        = gp_cuda_app_free,
+    .host_register   = gp_cuda_host_register,
+    .host_unregister = gp_cuda_host_unregister,
+    .device_count    = gp_cuda_device_count,
+    .current_device  = gp_cuda_current_device,
+    .pci_address     = gp_cuda_pci_address,
+    .can_access_peer = gp_cuda_can_access_peer,
 };
 
 __attribute__((visibility("default")))

@@ -119,6 +119,24 @@ void gp_cuda_op_release(gp_cuda_op_t *op);
 /* releases streams, events and primary contexts (last user gone) */
 void gp_cuda_shutdown(void);
 
+/* What an MPI library's accelerator layer asks of the driver (accel_capi.cc).
+ * Device memory allocated and freed as the application would, through the
+ * driver's exported entry points (so through gdrpipe's interception: the
+ * region cache hears of the free); 0, or -1 with err filled. */
+int gp_cuda_app_alloc(int device, size_t len, void **ptr, char *err, size_t errlen);
+int gp_cuda_app_free(void *ptr, char *err, size_t errlen);
+/* page-locks host memory for every context; 0, or -1 with err filled */
+int gp_cuda_host_register(void *ptr, size_t len, char *err, size_t errlen);
+int gp_cuda_host_unregister(void *ptr, char *err, size_t errlen);
+/* the device of the calling thread's current context, else 0; -1 without CUDA */
+int gp_cuda_current_device(void);
+/* the device's PCI address; 0, or -1 for an unknown device */
+int gp_cuda_pci_address(int device, unsigned *domain, unsigned *bus, unsigned *dev,
+                        unsigned *fn);
+/* 1 when device can map peer's memory (always for itself), 0 if not, -1 for
+ * an unknown device */
+int gp_cuda_can_access_peer(int device, int peer);
+
 /* ---- interception of CUDA allocations and frees ----------------------- */
 enum gp_hook_kind {
     GP_HOOK_DEVICE = 1, GP_HOOK_MANAGED = 2, GP_HOOK_HOST_PINNED = 3,

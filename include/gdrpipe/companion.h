@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gdrpipe/capi.h"
 #include "gdrpipe/cuda/reduce_abi.h"
 #include "gdrpipe/rkey.h"
 
@@ -22,7 +23,7 @@ extern "C" {
 #endif
 
 #define GP_COMPANION_SYMBOL  "gdrpipe_companion"
-#define GP_COMPANION_VERSION 2u
+#define GP_COMPANION_VERSION 3u
 
 typedef struct gp_companion {
     unsigned version;
@@ -50,6 +51,17 @@ typedef struct gp_companion {
     int (*sync_device)(int device);
     /* device ordinal of device memory, -1 for anything else */
     int (*device_of)(const void *ptr);
+    /* version 3: what an MPI library's accelerator layer needs (the Open MPI
+     * 5 accelerator component); gdrpipe/capi.h says what each does */
+    int (*mem_query)(const void *ptr, gp_mem_info_t *info);
+    int (*app_alloc)(int device, size_t len, void **ptr, char *err, size_t errlen);
+    int (*app_free)(void *ptr, char *err, size_t errlen);
+    int (*host_register)(void *ptr, size_t len, char *err, size_t errlen);
+    int (*host_unregister)(void *ptr, char *err, size_t errlen);
+    int (*device_count)(void);
+    int (*current_device)(void);
+    int (*pci_address)(int device, unsigned *domain, unsigned *bus, unsigned *dev, unsigned *fn);
+    int (*can_access_peer)(int device, int peer);
 } gp_companion_t;
 
 /* NULL when the caller wants a newer version than this plugin has */
