@@ -15,6 +15,8 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/coll.h"
+
+#include "coll_gdrpipe_abi.h"
 #include "ompi/request/request.h"
 
 #include "gpo_request.h"
@@ -24,7 +26,7 @@ BEGIN_C_DECLS
 
 /* its parameters: coll_gdrpipe_params.h */
 typedef struct mca_coll_gdrpipe_component_t {
-    mca_coll_base_component_2_0_0_t super;
+    gpo_coll_component_t super;
 } mca_coll_gdrpipe_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component;

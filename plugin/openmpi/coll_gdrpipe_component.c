@@ -15,7 +15,7 @@ static int gdrpipe_init_query(bool enable_progress_threads, bool enable_mpi_thre
 mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            GPO_COLL_BASE_VERSION,
             .mca_component_name = "gdrpipe",
             MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
                                   OMPI_RELEASE_VERSION),
