@@ -1,11 +1,16 @@
-/* coll_verify: persistent collectives (MPIX_*_init, Open MPI 4.1's mpiext
- * pcollreq): each request started three times, with new inputs written
+/* coll_verify: persistent collectives (MPI 4's MPI_*_init; Open MPI 4.1
+ * has them as MPIX_*_init, its mpiext pcollreq): each request started three times, with new inputs written
  * into the device buffers before each start, through MPI_Start and
  * MPI_Startall (two requests at once); then freed. */
 #include "coll_check.h"
 
 #include <mpi-ext.h>
 #include <stdlib.h>
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define MPI_Allreduce_init MPIX_Allreduce_init
+#define MPI_Gather_init MPIX_Gather_init
+#endif
 
 static void fill(double *h, int n, long src)
 {
@@ -23,8 +28,8 @@ long cc_persistent(MPI_Comm comm, int n)
     double *want = malloc((size_t)n * p * sizeof(double));
     double *s = cc_sentinels(n), *r = cc_sentinels(n), *g = cc_sentinels((size_t)n * p);
     MPI_Request q[2];
-    MPIX_Allreduce_init(s, r, n, MPI_DOUBLE, MPI_SUM, comm, MPI_INFO_NULL, &q[0]);
-    MPIX_Gather_init(s, n, MPI_DOUBLE, g, n, MPI_DOUBLE, 0, comm, MPI_INFO_NULL, &q[1]);
+    MPI_Allreduce_init(s, r, n, MPI_DOUBLE, MPI_SUM, comm, MPI_INFO_NULL, &q[0]);
+    MPI_Gather_init(s, n, MPI_DOUBLE, g, n, MPI_DOUBLE, 0, comm, MPI_INFO_NULL, &q[1]);
     long f = 0;
     for (int round = 0; round < 3; round++) {
         fill(in, n, (long)round * 100 + rank);
