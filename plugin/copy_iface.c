@@ -49,26 +49,27 @@ static void gdrpipe_copy_freed(const char *op, size_t len, const char *why)
  * The remote one is expected there (device_side): when the driver no longer
  * knows it, the copy goes with the local buffer as the device side instead
  * (UCP also copies between host memory at the remote address and a device
- * buffer here, such as a rank's message to itself). With neither side device
- * memory, UCP picked this transport for page-locked host memory (which the
- * driver knows, as it knows device memory) and the copy goes on; otherwise the
- * remote buffer was freed while the transfer was in flight, and the copy is
- * skipped (GP_CUDA_NOT_DEVICE) rather than touching that address with the
- * CPU. */
+ * buffer here, such as a rank's message to itself), and between two host
+ * buffers (UCX 1.18 sends a rank's large host messages to itself through
+ * it): with neither side device memory the copy goes on as a host copy
+ * where the CPU can read both. A remote device buffer freed while the
+ * transfer was in flight leaves an unreadable range behind: that copy is
+ * skipped (GP_CUDA_NOT_DEVICE) rather than touching it with the CPU. */
 static int gdrpipe_copy_other_side(int device_side)
 {
     return device_side == GP_CUDA_DST_DEVICE ? GP_CUDA_SRC_DEVICE : GP_CUDA_DST_DEVICE;
 }
 
-/* device_side for the retry: the other side, or 0 (any) when one of the two
- * is page-locked host memory */
-static int gdrpipe_copy_retry_side(const void *dst, const void *src, int device_side)
+/* device_side for the retry: the other side, or 0 (any) when both are host
+ * memory */
+static int gdrpipe_copy_retry_side(const void *dst, const void *src, size_t len,
+                                   int device_side)
 {
     gp_mem_info_t d, s;
 
     if ((gp_cuda_mem_query(dst, &d) == 0) && (gp_cuda_mem_query(src, &s) == 0) &&
         (d.kind == GP_MEM_HOST) && (s.kind == GP_MEM_HOST) &&
-        (d.pinned_host || s.pinned_host)) {
+        gp_host_accessible(dst, len) && gp_host_accessible(src, len)) {
         return 0;
     }
     return gdrpipe_copy_other_side(device_side);
@@ -80,7 +81,7 @@ static int gdrpipe_copy_dev(void *dst, const void *src, size_t len, int device_s
     int rc = gp_cuda_copy_dev(dst, src, len, device_side, err, errlen);
 
     if (rc == GP_CUDA_NOT_DEVICE) {
-        rc = gp_cuda_copy_dev(dst, src, len, gdrpipe_copy_retry_side(dst, src, device_side),
+        rc = gp_cuda_copy_dev(dst, src, len, gdrpipe_copy_retry_side(dst, src, len, device_side),
                               err, errlen);
     }
     return rc;
@@ -93,7 +94,7 @@ static int gdrpipe_copy_async_dev(void *dst, const void *src, size_t len, int de
 
     if (rc == GP_CUDA_NOT_DEVICE) {
         rc = gp_cuda_copy_async_dev(dst, src, len,
-                                    gdrpipe_copy_retry_side(dst, src, device_side), op, err,
+                                    gdrpipe_copy_retry_side(dst, src, len, device_side), op, err,
                                     errlen);
     }
     return rc;

@@ -116,6 +116,10 @@ int gp_cuda_copy_async_dev(void *dst, const void *src, size_t len, int device_si
 /* 1 done, 0 pending, <0 failed (err filled) */
 int gp_cuda_op_poll(gp_cuda_op_t *op, char *err, size_t errlen);
 void gp_cuda_op_release(gp_cuda_op_t *op);
+/* 1 when the CPU can read the first and last byte of host memory [ptr,
+ * ptr+len); 0 where a device buffer freed while its transfer was in flight
+ * left the range unmapped or unreadable */
+int gp_host_accessible(const void *ptr, size_t len);
 /* releases streams, events and primary contexts (last user gone) */
 void gp_cuda_shutdown(void);
 

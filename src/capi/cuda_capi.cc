@@ -6,6 +6,7 @@
 #include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/hooks/cuda_hooks.hpp"
 #include "gdrpipe/log.hpp"
+#include "gdrpipe/pipeline/local_mem.hpp"
 
 #include <cstdio>
 #include <mutex>
@@ -172,6 +173,13 @@ int gp_cuda_op_poll(gp_cuda_op_t *op, char *err, size_t errlen) {
 void gp_cuda_op_release(gp_cuda_op_t *op) {
     if (!op->token.empty()) (void)cu::wait(op->token);
     delete op;
+}
+
+int gp_host_accessible(const void *ptr, size_t len) {
+    gdrpipe::pipeline::LocalSeg seg;
+    seg.p = static_cast<char *>(const_cast<void *>(ptr));
+    seg.len = len;
+    return gdrpipe::pipeline::cpu_accessible(seg) ? 1 : 0;
 }
 
 void gp_cuda_shutdown(void) {
