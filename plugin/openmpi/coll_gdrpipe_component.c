@@ -3,13 +3,17 @@
  * the gdrpipe UCX plugin is loaded and has a usable CUDA driver. */
 #include "coll_gdrpipe.h"
 #include "coll_gdrpipe_params.h"
+#include "coll_gdrpipe_prep.h"
 
 #include "gpo_dev.h"
 #include "gpo_mpix.h"
 
 #include "opal/util/output.h"
 
+#include <stdlib.h>
+
 static int gdrpipe_register(void);
+static int gdrpipe_close(void);
 static int gdrpipe_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 
 mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component = {
@@ -20,6 +24,7 @@ mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component = {
             MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
                                   OMPI_RELEASE_VERSION),
             .mca_register_component_params = gdrpipe_register,
+            .mca_close_component = gdrpipe_close,
         },
         .collm_data = {
             MCA_BASE_METADATA_PARAM_CHECKPOINT
@@ -33,6 +38,20 @@ mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component = {
 static int gdrpipe_register(void)
 {
     return gpo_coll_params_register(&mca_coll_gdrpipe_component.super.collm_version);
+}
+
+/* with UCX_GDRPIPE_STATS=y or verbose > 0: the data-moving collectives
+ * whose device buffers Open MPI's own code moved (device_moves) */
+static int gdrpipe_close(void)
+{
+    const char *stats = getenv("UCX_GDRPIPE_STATS");
+    const int on = gpo_coll_params.verbose > 0 ||
+                   (stats != NULL && (stats[0] == 'y' || stats[0] == 'Y' || stats[0] == '1'));
+    if (on && gpo_moves_handed_on > 0) {
+        opal_output(0, "coll gdrpipe: device buffers handed on in %lu data-moving collectives",
+                    gpo_moves_handed_on);
+    }
+    return OMPI_SUCCESS;
 }
 
 static int gdrpipe_init_query(bool enable_progress_threads, bool enable_mpi_threads)

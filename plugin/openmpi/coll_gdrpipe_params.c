@@ -10,6 +10,7 @@ gpo_coll_params_t gpo_coll_params = {
     .priority = 78,
     .verbose = 0,
     .device_reduce = 2,
+    .device_moves = 1,
 };
 
 int gpo_coll_params_register(const mca_base_component_t *component)
@@ -33,5 +34,14 @@ int gpo_coll_params_register(const mca_base_component_t *component)
         "one-integer allreduce at the 1st, 2nd, 4th, ... 64th such call, then every 64th)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &gpo_coll_params.device_reduce);
+    (void)mca_base_component_var_register(component,
+        "device_moves", "Collectives that move data without reducing it (bcast, gather, "
+        "scatter, allgather, alltoall, their v/w, nonblocking, persistent and neighbourhood "
+        "forms): 1: device buffers go to the modules below as they are, where Open MPI's "
+        "own code moves device memory (Open MPI 5 with accelerator/cuda selected): the "
+        "exchanges run by point-to-point on the device buffers; 0: staged through host "
+        "memory. Open MPI 4.1 always stages",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &gpo_coll_params.device_moves);
     return OMPI_SUCCESS;
 }

@@ -12,6 +12,10 @@ typedef struct gpo_coll_params {
     int verbose;       /* say why it does not take part (0: silent) */
     int device_reduce; /* reductions of device buffers on the GPU (devreduce.h):
                         * 0 off, 1 always, 2 once device buffers were seen */
+    int device_moves;  /* collectives that only move data (no reduction) hand
+                        * device buffers to the modules below where Open MPI's
+                        * own code moves them (Open MPI 5 with accelerator/cuda):
+                        * 0 stage them instead, 1 hand them on */
 } gpo_coll_params_t;
 
 extern gpo_coll_params_t gpo_coll_params;

@@ -1,6 +1,7 @@
 /* Buffer roles and spans of each collective (see coll_gdrpipe_prep.h). */
 #include "coll_gdrpipe_prep.h"
 
+#include "coll_gdrpipe_params.h"
 #include "gpo_dev.h"
 
 #include "ompi/mca/topo/base/base.h"
@@ -28,6 +29,24 @@ static int dev(const void *p)
 }
 
 /* stages *p (a device buffer); 0, or an error after releasing everything */
+/* collectives that only move data leave device buffers to the modules
+ * below when Open MPI's own code moves them (coll_gdrpipe_params.h) */
+static int moves_direct(void)
+{
+    return gpo_coll_params.device_moves != 0 && gpo_ompi_moves_device();
+}
+
+unsigned long gpo_moves_handed_on;
+
+/* 0 (nothing staged), counting the calls that had device buffers */
+static int handed_on(int any_device)
+{
+    if (any_device) {
+        __atomic_fetch_add(&gpo_moves_handed_on, 1, __ATOMIC_RELAXED);
+    }
+    return 0;
+}
+
 static int put(gpo_stage_t *st, void **p, gpo_span_t span, int flags)
 {
     void *h = gpo_stage_add(st, *p, span, flags);
@@ -59,6 +78,7 @@ static int put_out(gpo_stage_t *st, void **p, gpo_span_t span, int also_in)
 int gpo_prep_allgather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
                        void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int n = rcount * peers(comm);
@@ -71,6 +91,7 @@ int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t
                         void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
                         gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
@@ -92,6 +113,7 @@ int gpo_prep_allreduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int coun
 int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
                       void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int p = peers(comm);
@@ -105,6 +127,7 @@ int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, const int *scounts,
                        const int *sdispls, gpo_dt_t *sdt, void **rbuf, const int *rcounts,
                        const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int p = peers(comm);
@@ -118,6 +141,7 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
                        const int *rcounts, const int *rdispls, gpo_dt_t *const *rdts,
                        gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int p = peers(comm);
@@ -133,6 +157,7 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
 int gpo_prep_bcast(gpo_stage_t *st, void **buf, int count, gpo_dt_t *dt, int root,
                    gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*buf));
     int r = role(comm, root);
     if (r == ROLE_NONE || gpo_dense(dt, count) || !dev(*buf)) return 0;
     /* receivers copy in too: the datatype's gaps */
@@ -143,6 +168,7 @@ int gpo_prep_bcast(gpo_stage_t *st, void **buf, int count, gpo_dt_t *dt, int roo
 int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
                     void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
     int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
@@ -158,6 +184,7 @@ int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *s
                      void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
                      int root, gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
     int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
@@ -218,6 +245,7 @@ int gpo_prep_reduce_scatter_block(gpo_stage_t *st, const void **sbuf, void **rbu
 int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
                      void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
     int sd = r == ROLE_ROOT ? dev(*sbuf) : 0;
@@ -232,6 +260,7 @@ int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, const int *scounts,
                       const int *displs, gpo_dt_t *sdt, void **rbuf, int rcount,
                       gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
     int sd = r == ROLE_ROOT ? dev(*sbuf) : 0;
@@ -263,6 +292,7 @@ int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, int scount,
                                 gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -275,6 +305,7 @@ int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, int scount,
                                  gpo_dt_t *sdt, void **rbuf, const int *rcounts,
                                  const int *displs, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -287,6 +318,7 @@ int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, int scount,
                                gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
                                gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -300,6 +332,7 @@ int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, const int *s
                                 const int *rcounts, const int *rdispls, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -313,6 +346,7 @@ int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, const int *s
                                 const int *rcounts, const MPI_Aint *rdispls,
                                 gpo_dt_t *const *rdts, gpo_comm_t *comm)
 {
+    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));

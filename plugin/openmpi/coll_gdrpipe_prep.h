@@ -70,4 +70,8 @@ int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, const int *s
                                 const int *rcounts, const MPI_Aint *rdispls,
                                 gpo_dt_t *const *rdts, gpo_comm_t *comm);
 
+/* data-moving collectives whose device buffers went to the modules below
+ * as they were (coll_gdrpipe_params.h, device_moves), over the process */
+extern unsigned long gpo_moves_handed_on;
+
 #endif

@@ -9,6 +9,10 @@
 #   expect-path.sh device-rndv-burst CMD...  some of them with the threshold 1,
 #                                   in a window of sends (DEVICE_RNDV_BURST)
 #   expect-path.sh no-device-rndv-burst CMD...  none of them
+#   expect-path.sh moves-handed-on CMD...  some data-moving collectives gave
+#                                   their device buffers to Open MPI's own
+#                                   algorithms (coll/gdrpipe's device_moves)
+#   expect-path.sh no-moves-handed-on CMD...  none did (all staged)
 #   expect-path.sh gpu-reduce CMD...  some MPI reductions of device buffers
 #                                   done on the GPU (coll/gdrpipe's
 #                                   device_reduce), and how many were staged
@@ -33,6 +37,20 @@ rc=$?
 cat "$log"
 [ $rc -eq 0 ] || { echo "expect-path: client failed ($rc)"; exit $rc; }
 case $want in
+moves-handed-on | no-moves-handed-on)
+    # one line per process that handed any on: "coll gdrpipe: device
+    # buffers handed on in N data-moving collectives"
+    n=0
+    for c in $(grep -o 'device buffers handed on in [0-9]*' "$log" | sed 's/.* //'); do
+        n=$((n + c))
+    done
+    echo "expect-path: data-moving collectives with device buffers handed on: $n (want $want)"
+    case $want in
+    no-*) [ "$n" -eq 0 ] ;;
+    *) [ "$n" -gt 0 ] ;;
+    esac
+    exit
+    ;;
 device-rndv | no-device-rndv | device-rndv-burst | no-device-rndv-burst)
     # one line per interface: "device tag sends by rendezvous
     # (DEVICE_RNDV_THRESH): N, of them in a window of sends (DEVICE_RNDV_BURST): M"
