@@ -190,14 +190,27 @@ int main(int argc, char **argv)
     check(err_class(rc) == MPI_ERR_BASE && win == MPI_WIN_NULL,
           "MPI_Win_create with device memory on rank 1 refused on every rank");
 
-    MPI_Win dyn;
-    MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dyn);
-    MPI_Win_set_errhandler(dyn, MPI_ERRORS_RETURN);
-    check(err_class(MPI_Win_attach(dyn, dev, N * sizeof(int))) == MPI_ERR_BASE,
-          "MPI_Win_attach of device memory refused");
-    check(MPI_Win_attach(dyn, host, N * sizeof(int)) == MPI_SUCCESS &&
-              MPI_Win_detach(dyn, host) == MPI_SUCCESS, "MPI_Win_attach of host memory");
-    MPI_Win_free(&dyn);
+    MPI_Win dyn = MPI_WIN_NULL;
+    int drc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dyn);
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+    /* Open MPI 5 creates dynamic windows only with osc ucx, which
+     * gdrpipe-run leaves out */
+    if (drc != MPI_SUCCESS) {
+        if (rank == 0) {
+            printf("rma_device: no dynamic windows in this Open MPI (osc ucx left out): "
+                   "their checks skipped\n");
+        }
+    } else
+#endif
+    {
+        check(drc == MPI_SUCCESS, "MPI_Win_create_dynamic");
+        MPI_Win_set_errhandler(dyn, MPI_ERRORS_RETURN);
+        check(err_class(MPI_Win_attach(dyn, dev, N * sizeof(int))) == MPI_ERR_BASE,
+              "MPI_Win_attach of device memory refused");
+        check(MPI_Win_attach(dyn, host, N * sizeof(int)) == MPI_SUCCESS &&
+                  MPI_Win_detach(dyn, host) == MPI_SUCCESS, "MPI_Win_attach of host memory");
+        MPI_Win_free(&dyn);
+    }
 
     int *base;
     MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);

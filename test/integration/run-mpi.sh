@@ -59,7 +59,7 @@ fi
 $wrap timeout --kill-after=10 "$limit" \
     ${RUN_MPI_LAUNCHER:+sh "$RUN_MPI_LAUNCHER"} mpirun --allow-run-as-root --oversubscribe -np "$np" \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-        --mca osc ^ucx --mca btl ^vader,tcp,openib,uct \
+        --mca osc "${RUN_MPI_OSC:-^ucx}" --mca btl ^vader,tcp,openib,uct \
         $fwd "$@"
 rc=$?
 [ "$rc" -ne 77 ] || exit 77
