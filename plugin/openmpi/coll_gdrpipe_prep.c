@@ -31,9 +31,22 @@ static int dev(const void *p)
 /* stages *p (a device buffer); 0, or an error after releasing everything */
 /* collectives that only move data leave device buffers to the modules
  * below when Open MPI's own code moves them (coll_gdrpipe_params.h) */
-static int moves_direct(void)
+__thread int gpo_prep_in_request;
+
+static int moves_direct_41(const void *sbuf, gpo_dt_t *sdt, gpo_dt_t *rdt, int derived41)
 {
-    return gpo_coll_params.device_moves != 0 && gpo_ompi_moves_device();
+    /* Open MPI 4.1's in-place forms pack through convertors */
+    const int in_place = sbuf == MPI_IN_PLACE;
+    if (in_place) {
+        sdt = rdt;
+    }
+    return gpo_coll_params.device_moves != 0 &&
+           gpo_ompi_moves_device(sdt, rdt, !gpo_prep_in_request, derived41 || in_place);
+}
+
+static int moves_direct(const void *sbuf, gpo_dt_t *sdt, gpo_dt_t *rdt)
+{
+    return moves_direct_41(sbuf, sdt, rdt, 0);
 }
 
 unsigned long gpo_moves_handed_on;
@@ -78,7 +91,7 @@ static int put_out(gpo_stage_t *st, void **p, gpo_span_t span, int also_in)
 int gpo_prep_allgather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
                        void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int n = rcount * peers(comm);
@@ -91,7 +104,8 @@ int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t
                         void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
                         gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    /* Open MPI 4.1's bruck and neighbour exchange: indexed types over rbuf */
+    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
@@ -113,7 +127,11 @@ int gpo_prep_allreduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int coun
 int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
                       void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    /* Open MPI 4.1's fixed rules pick bruck (indexed types over the
+     * receive buffer) for small blocks above 12 processes */
+    if (moves_direct_41(*sbuf, sdt, rdt, peers(comm) > 12)) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int p = peers(comm);
@@ -127,7 +145,7 @@ int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, const int *scounts,
                        const int *sdispls, gpo_dt_t *sdt, void **rbuf, const int *rcounts,
                        const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int p = peers(comm);
@@ -141,7 +159,7 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
                        const int *rcounts, const int *rdispls, gpo_dt_t *const *rdts,
                        gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, NULL, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int p = peers(comm);
@@ -157,7 +175,7 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
 int gpo_prep_bcast(gpo_stage_t *st, void **buf, int count, gpo_dt_t *dt, int root,
                    gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*buf));
+    if (moves_direct(NULL, dt, dt)) return handed_on(dev(*buf));
     int r = role(comm, root);
     if (r == ROLE_NONE || gpo_dense(dt, count) || !dev(*buf)) return 0;
     /* receivers copy in too: the datatype's gaps */
@@ -168,7 +186,8 @@ int gpo_prep_bcast(gpo_stage_t *st, void **buf, int count, gpo_dt_t *dt, int roo
 int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
                     void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    /* Open MPI 4.1's binomial trees unpack through convertors */
+    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
     int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
@@ -184,7 +203,8 @@ int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *s
                      void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
                      int root, gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    /* Open MPI 4.1's binomial trees unpack through convertors */
+    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
     int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
@@ -245,7 +265,8 @@ int gpo_prep_reduce_scatter_block(gpo_stage_t *st, const void **sbuf, void **rbu
 int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
                      void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    /* Open MPI 4.1's binomial trees unpack through convertors */
+    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
     int sd = r == ROLE_ROOT ? dev(*sbuf) : 0;
@@ -260,7 +281,8 @@ int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, const int *scounts,
                       const int *displs, gpo_dt_t *sdt, void **rbuf, int rcount,
                       gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    /* Open MPI 4.1's binomial trees unpack through convertors */
+    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
     int sd = r == ROLE_ROOT ? dev(*sbuf) : 0;
@@ -292,7 +314,7 @@ int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, int scount,
                                 gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -305,7 +327,7 @@ int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, int scount,
                                  gpo_dt_t *sdt, void **rbuf, const int *rcounts,
                                  const int *displs, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -318,7 +340,7 @@ int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, int scount,
                                gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
                                gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -332,7 +354,7 @@ int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, const int *s
                                 const int *rcounts, const int *rdispls, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -346,7 +368,7 @@ int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, const int *s
                                 const int *rcounts, const MPI_Aint *rdispls,
                                 gpo_dt_t *const *rdts, gpo_comm_t *comm)
 {
-    if (moves_direct()) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, NULL, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));

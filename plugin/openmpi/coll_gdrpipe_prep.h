@@ -73,5 +73,9 @@ int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, const int *s
 /* data-moving collectives whose device buffers went to the modules below
  * as they were (coll_gdrpipe_params.h, device_moves), over the process */
 extern unsigned long gpo_moves_handed_on;
+/* nonzero while a nonblocking or persistent collective prepares its buffers
+ * (coll_gdrpipe_wrap.h): Open MPI 4.1 moves device buffers in blocking ones
+ * only */
+extern __thread int gpo_prep_in_request;
 
 #endif

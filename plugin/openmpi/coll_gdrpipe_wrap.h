@@ -26,7 +26,9 @@
 #define GPO_NONBLOCKING(fn, PREP, ...)                                      \
     do {                                                                    \
         gpo_stage_t st_ = GPO_STAGE_INIT;                                   \
+        gpo_prep_in_request = 1;                                            \
         int prc_ = PREP;                                                    \
+        gpo_prep_in_request = 0;                                            \
         if (prc_ == 0) return GPO_INEXT(fn, __VA_ARGS__);                   \
         if (prc_ < 0) return prc_;                                          \
         return gpo_end_request(&st_, GPO_INEXT(fn, __VA_ARGS__), request);  \
@@ -37,7 +39,9 @@
 #define GPO_PERSISTENT(fn, PREP, ...)                                        \
     do {                                                                     \
         gpo_stage_t st_ = GPO_STAGE_INIT;                                    \
+        gpo_prep_in_request = 1;                                             \
         int prc_ = PREP;                                                     \
+        gpo_prep_in_request = 0;                                             \
         if (prc_ < 0) return prc_;                                           \
         int rc_ = GPO_M->next.coll_##fn(__VA_ARGS__, info, request,          \
                                         GPO_M->next.coll_##fn##_module);     \
