@@ -417,6 +417,20 @@ if want coll; then
             bench osu_allreduce-D 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$x" -d cuda -m 8:67108864
             bench osu_allreduce-H 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$x" -m 8:67108864
         fi
+        # data-moving collectives: device buffers handed to Open MPI's
+        # algorithms (coll_gdrpipe_device_moves 1) against staged (0),
+        # interleaved, REPS (default 2) runs each, medians
+        for b in ${COLL_BENCHES:-osu_alltoall osu_allgather osu_alltoallv osu_gather osu_scatter}; do
+            x=$(find "$OSU_DIR" -name "$b" -type f -perm -u+x 2>/dev/null | head -1)
+            [ -n "$x" ] || continue
+            for r in $(seq "${REPS:-2}"); do
+                for m in 1 0; do
+                    bench "$b-moves$m-$r" 240 env GDRPIPE_PLUGIN="$P" OMPI_MCA_coll_gdrpipe_device_moves=$m \
+                        "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$x" -d cuda -m 4:4194304 -i 50
+                done
+            done
+            for m in 1 0; do median_log "$b-moves$m" "$OUT/$b-moves$m-"*.log; done
+        done
     fi
 fi
 
@@ -436,6 +450,11 @@ fi
 if want coll && [ -n "${OSU_DIR:-}" ]; then
     tables "osu_allreduce, 2 ranks, average latency µs: device buffers / host buffers" \
         "device=osu_allreduce-D" "host=osu_allreduce-H"
+    for b in ${COLL_BENCHES:-osu_alltoall osu_allgather osu_alltoallv osu_gather osu_scatter}; do
+        [ -f "$OUT/$b-moves1.log" ] || continue
+        tables "$b -d cuda, 2 ranks, average latency µs (medians): handed on / staged" \
+            "handed-on=$b-moves1" "staged=$b-moves0"
+    done
 fi
 if want osu && [ -n "${OSU_DIR:-}" ]; then
     for b in ${OSU_BENCHES:-osu_latency osu_bw osu_bibw osu_mbw_mr}; do
