@@ -113,7 +113,7 @@ count() {   # the last meson test log
 echo "== $suite: tests"
 chroot "$root" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     meson test -C /b --print-errorlogs --timeout-multiplier "$tmult" \
-    --num-processes 1 --suite unit --suite cudasim --suite integration || rc=1
+    --num-processes 1 --suite unit --suite cudasim --suite integration --no-suite dist-once || rc=1
 count
 
 ucx=$(chroot "$root" pkg-config --modversion ucx | cut -d. -f1,2)
