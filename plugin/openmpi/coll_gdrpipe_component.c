@@ -10,8 +10,6 @@
 
 #include "opal/util/output.h"
 
-#include <stdlib.h>
-
 static int gdrpipe_register(void);
 static int gdrpipe_close(void);
 static int gdrpipe_init_query(bool enable_progress_threads, bool enable_mpi_threads);
@@ -44,10 +42,7 @@ static int gdrpipe_register(void)
  * whose device buffers Open MPI's own code moved (device_moves) */
 static int gdrpipe_close(void)
 {
-    const char *stats = getenv("UCX_GDRPIPE_STATS");
-    const int on = gpo_coll_params.verbose > 0 ||
-                   (stats != NULL && (stats[0] == 'y' || stats[0] == 'Y' || stats[0] == '1'));
-    if (on && gpo_moves_handed_on > 0) {
+    if (gpo_moves_handed_on > 0 && gpo_coll_report_counters()) {
         opal_output(0, "coll gdrpipe: device buffers handed on in %lu data-moving collectives",
                     gpo_moves_handed_on);
     }

@@ -22,10 +22,7 @@ static void module_construct(mca_coll_gdrpipe_module_t *m)
 /* with UCX_GDRPIPE_STATS=y (as the plugin's counters) or verbose > 0 */
 static void report(const mca_coll_gdrpipe_module_t *m)
 {
-    const char *stats = getenv("UCX_GDRPIPE_STATS");
-    if ((m->red_gpu + m->red_staged == 0) ||
-        ((gpo_coll_params.verbose <= 0) &&
-         ((stats == NULL) || ((stats[0] != 'y') && (stats[0] != 'Y') && (stats[0] != '1'))))) {
+    if ((m->red_gpu + m->red_staged == 0) || !gpo_coll_report_counters()) {
         return;
     }
     opal_output(0, "coll gdrpipe: device reductions on the GPU: %lu, staged: %lu",

@@ -4,6 +4,8 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "ompi/constants.h"
 
+#include <stdlib.h>
+
 gpo_coll_params_t gpo_coll_params = {
     /* above every module that moves data itself (tuned 30, libnbc 10,
      * basic 10, self 75), as coll/cuda */
@@ -12,6 +14,13 @@ gpo_coll_params_t gpo_coll_params = {
     .device_reduce = 2,
     .device_moves = 1,
 };
+
+int gpo_coll_report_counters(void)
+{
+    const char *stats = getenv("UCX_GDRPIPE_STATS");
+    return gpo_coll_params.verbose > 0 ||
+           (stats != NULL && (stats[0] == 'y' || stats[0] == 'Y' || stats[0] == '1'));
+}
 
 int gpo_coll_params_register(const mca_base_component_t *component)
 {

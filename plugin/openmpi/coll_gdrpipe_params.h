@@ -20,6 +20,10 @@ typedef struct gpo_coll_params {
 
 extern gpo_coll_params_t gpo_coll_params;
 
+/* 1 when the component reports its counters: verbose > 0, or
+ * UCX_GDRPIPE_STATS=y as for the plugin's own counters */
+int gpo_coll_report_counters(void);
+
 /* registers them as the component's variables (coll_gdrpipe_priority, ...) */
 int gpo_coll_params_register(const mca_base_component_t *component);
 
