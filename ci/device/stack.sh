@@ -14,6 +14,13 @@
 #              osu_bw osu_bibw; "D D" "D H" "H D" as DD DH HD) besides osu_mbw_mr D D
 #   DD_EXTRA   more settings for osu_bw and osu_bibw D D: NAME:VAR=VALUE[,...]
 #              (gdrpipe-run's defaults plus that environment)
+#   PARTS      what to run (default "verify p2p"): verify (mpi_verify, ucp_verify,
+#              gdrpipe_bw v2/v1), p2p (the OSU point-to-point benchmarks), coll
+#              (coll_verify with device and mixed buffers on 2 and 4 ranks,
+#              accel_verify where built, then the OSU collectives of COLL_BENCHES
+#              with -d cuda, the data-moving ones with coll_gdrpipe_device_moves
+#              1 and 0, COLL_REPS runs each (2), medians; COLL_ARGS their
+#              arguments, default "-m 4:4194304 -i 50")
 #
 # Settings: v2 = gdrpipe-run's defaults (UCX's protocol v2 on 1.16+); v1 (D D only) =
 # UCX_PROTO_ENABLE=n; rndv = v2 with every message by rendezvous
@@ -37,7 +44,10 @@ step() {   # step LOGNAME LIMIT CMD...
     return $rc
 }
 
+parts=" ${PARTS:-verify p2p} "
+has() { [[ $parts == *" $1 "* ]]; }
 echo "== $name: $(ucx_info -v 2>/dev/null | sed -n 's/^# Library version: //p') / $(mpirun --version 2>&1 | head -1)"
+if has verify; then
 step verify-mpi 300 "${RUN[@]}" "$B/test/integration/mpi_verify" -d cuda --max 64M --realloc &&
     tail -1 "$OUT/verify-mpi.log"
 step verify-ucp 300 env LD_PRELOAD="$GDRPIPE_PLUGIN" UCX_TLS=gdrpipe,self \
@@ -46,6 +56,24 @@ step bw-v2 120 "${RUN[@]}" "$B/bench/gdrpipe_bw" -d cuda -m 65536:67108864 D D &
     tail -5 "$OUT/bw-v2.log"
 UCX_PROTO_ENABLE=n step bw-v1 120 "${RUN[@]}" -x UCX_PROTO_ENABLE "$B/bench/gdrpipe_bw" \
     -d cuda -m 65536:67108864 D D && tail -5 "$OUT/bw-v1.log"
+fi
+if has coll; then
+    # every collective and non-contiguous point-to-point on device buffers
+    # (and on mixed placements), checked against host-computed results
+    CV=$B/test/integration/coll_verify
+    RUN4=("${RUN[@]}")
+    RUN4[5]=4
+    step coll-verify-2 300 "${RUN[@]}" "$CV" -d cuda --sizes 1,100,4096,70000,1048576 \
+        --expect-cuda-support 1 && tail -1 "$OUT/coll-verify-2.log"
+    step coll-verify-4 300 "${RUN4[@]}" "$CV" -d cuda --sizes 1,4096,1048576 \
+        --expect-cuda-support 1 && tail -1 "$OUT/coll-verify-4.log"
+    step coll-verify-mixed-4 300 "${RUN4[@]}" "$CV" -d mixed --sizes 1,4096,70000 \
+        --expect-cuda-support 1 && tail -1 "$OUT/coll-verify-mixed-4.log"
+    if [ -x "$B/test/integration/accel_verify" ]; then
+        step accel-verify 120 "${RUN[@]}" "$B/test/integration/accel_verify" &&
+            tail -1 "$OUT/accel-verify.log"
+    fi
+fi
 
 osu=$(find "${OSU_DIR:-/nonexistent}" -name osu_bw -type f 2>/dev/null | head -1)
 if [ -z "$osu" ]; then
@@ -77,6 +105,7 @@ run_osu() {   # run_osu VARIANT BENCH PAIR REP
 }
 variants="v2 v1"
 [ -z "${UCX_REF:-}" ] || variants="$variants ucxref"
+has p2p || REPS=0
 for r in $(seq "$REPS"); do
     for b in ${OSU_BENCHES:-osu_latency osu_bw osu_bibw}; do
         for pp in ${OSU_PAIRS:-DD DH HD}; do
@@ -92,6 +121,25 @@ for r in $(seq "$REPS"); do
     for v in $variants; do run_osu "$v" osu_mbw_mr "D D" "$r"; done
 done
 
+# the OSU collectives on device buffers through gdrpipe-run; the data-moving
+# ones with device buffers handed to Open MPI's algorithms (moves1) and
+# staged (moves0), interleaved
+moving=" osu_alltoall osu_allgather osu_alltoallv osu_allgatherv osu_gather osu_scatter osu_gatherv osu_scatterv "
+coll_benches=${COLL_BENCHES:-osu_allreduce osu_reduce osu_bcast osu_reduce_scatter osu_alltoall osu_allgather osu_alltoallv osu_gather osu_scatter}
+has coll || coll_benches=
+for r in $(seq "${COLL_REPS:-2}"); do
+    for b in $coll_benches; do
+        x=$(find "$OSU_DIR" -name "$b" -type f 2>/dev/null | head -1)
+        [ -n "$x" ] || continue
+        ms=1
+        [[ $moving != *" $b "* ]] || ms="1 0"
+        for m in $ms; do
+            OMPI_MCA_coll_gdrpipe_device_moves=$m step "moves$m-$b-DD-$r" 180 "${RUN[@]}" \
+                -x OMPI_MCA_coll_gdrpipe_device_moves "$x" -d cuda ${COLL_ARGS:--m 4:4194304 -i 50}
+        done
+    done
+done
+
 # medians per size of the runs' "size value" lines; one table per benchmark
 median() {   # median LOG... -> "size median" lines
     awk '/^[0-9]+([ \t]+[0-9.]+)+[ \t]*$/ { n = ++c[$1]; v[$1, n] = $2; if (n == 1) o[++m] = $1 }
@@ -100,17 +148,17 @@ median() {   # median LOG... -> "size median" lines
                     if (v[s, b] + 0 < v[s, a] + 0) { t = v[s, a]; v[s, a] = v[s, b]; v[s, b] = t }
                 printf "%s %s\n", s, (k % 2) ? v[s, (k + 1) / 2] : (v[s, k / 2] + v[s, k / 2 + 1]) / 2 } }' "$@"
 }
-for b in osu_latency osu_bw osu_bibw osu_mbw_mr; do
+for b in osu_latency osu_bw osu_bibw osu_mbw_mr $coll_benches; do
     for p in DD DH HD; do
         cols=""
-        for v in $variants rndv $(for x in ${DD_EXTRA:-}; do echo "${x%%:*}"; done); do
+        for v in $variants rndv moves1 moves0 $(for x in ${DD_EXTRA:-}; do echo "${x%%:*}"; done); do
             ls "$OUT/$v-$b-$p-"*.log >/dev/null 2>&1 || continue
             median "$OUT/$v-$b-$p-"*.log >"$OUT/med-$v-$b-$p"
             cols="$cols $v"
         done
         [ -n "$cols" ] || continue
         echo
-        echo "## $name $b $p (median of $REPS)"
+        echo "## $name $b $p (medians)"
         printf '| size |'; for v in $cols; do printf ' %s |' "$v"; done; echo
         join_all=$(for v in $cols; do echo "$OUT/med-$v-$b-$p"; done)
         awk -v n="$(echo $cols | wc -w)" 'FNR == 1 { f++ } { v[$1, f] = $2; if (!($1 in s)) { s[$1] = 1; z[++m] = $1 } }
