@@ -224,13 +224,23 @@ static ucs_status_t gdrpipe_query_md_resources(uct_component_t *component,
     return UCS_OK;
 }
 
+const gp_rkey_t gdrpipe_copy_rkey = {.magic = GDRPIPE_COPY_RKEY_MAGIC};
+
 static ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component,
                                         const void *rkey_buffer, uct_rkey_t *rkey_p,
                                         void **handle_p)
 {
     gp_rkey_t *rkey;
     const char *why;
+    uint32_t magic;
 
+    /* the copy MD's key is only its magic (gdrpipe.h) */
+    memcpy(&magic, rkey_buffer, sizeof(magic));
+    if (magic == GDRPIPE_COPY_RKEY_MAGIC) {
+        *rkey_p   = (uintptr_t)&gdrpipe_copy_rkey;
+        *handle_p = NULL;
+        return UCS_OK;
+    }
     rkey = ucs_malloc(sizeof(*rkey), "gdrpipe rkey");
     if (rkey == NULL) {
         return UCS_ERR_NO_MEMORY;
@@ -255,7 +265,9 @@ static ucs_status_t gdrpipe_rkey_unpack(uct_component_t *component,
 static ucs_status_t gdrpipe_rkey_release(uct_component_t *component, uct_rkey_t rkey,
                                          void *handle)
 {
-    ucs_free((void*)rkey);
+    if (rkey != (uintptr_t)&gdrpipe_copy_rkey) {
+        ucs_free((void*)rkey);
+    }
     return UCS_OK;
 }
 

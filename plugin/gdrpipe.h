@@ -65,6 +65,15 @@ typedef struct gdrpipe_iface_config {
     int                stats;        /* print data-path counters at close */
 } gdrpipe_iface_config_t;
 
+/* The copy MD's remote key: only its magic. UCX from 1.16 packs a key for
+ * every MD of a registration, the copy MD's too, and hands each to the
+ * component's rkey_unpack with no length; the magic tells the copy MD's key
+ * from a wire key (GP_RKEY_MAGIC) before more of the buffer is read. It
+ * unpacks to gdrpipe_copy_rkey, which the copy transport ignores (it copies
+ * within its own process) and the wire refuses. */
+#define GDRPIPE_COPY_RKEY_MAGIC 0x6b637067u /* "gpck" */
+extern const gp_rkey_t gdrpipe_copy_rkey;
+
 /* memory handle of the wire MD */
 typedef struct gdrpipe_memh {
     gp_rkey_t rkey;     /* what mkey_pack sends (sealed) */

@@ -130,7 +130,7 @@ static void gdrpipe_copy_md_query(uct_md_h uct_md, gdrpipe_ucx_md_attr_t *attr)
     attr->access_mem_types = cuda;
     attr->detect_mem_types = cuda;
     attr->max_reg          = ULONG_MAX;
-    attr->rkey_packed_size = 0;
+    attr->rkey_packed_size = sizeof(uint32_t);   /* GDRPIPE_COPY_RKEY_MAGIC */
     attr->reg_cost         = ucs_linear_func_make(0, 0);
 }
 
@@ -143,6 +143,15 @@ static ucs_status_t gdrpipe_copy_md_mem_reg(uct_md_h uct_md, void *address,
 
 static ucs_status_t gdrpipe_copy_md_mem_dereg(uct_md_h uct_md, uct_mem_h memh)
 {
+    return UCS_OK;
+}
+
+static ucs_status_t gdrpipe_copy_md_mkey_pack(uct_md_h uct_md, uct_mem_h memh,
+                                              void *rkey_buffer)
+{
+    const uint32_t magic = GDRPIPE_COPY_RKEY_MAGIC;
+
+    memcpy(rkey_buffer, &magic, sizeof(magic));
     return UCS_OK;
 }
 
@@ -208,6 +217,7 @@ static const gdrpipe_ucx_md_funcs_t gdrpipe_copy_md_funcs = {
     .query              = gdrpipe_copy_md_query,
     .mem_reg            = gdrpipe_copy_md_mem_reg,
     .mem_dereg          = gdrpipe_copy_md_mem_dereg,
+    .mkey_pack          = gdrpipe_copy_md_mkey_pack,
     .mem_query          = gdrpipe_copy_md_mem_query,
     .detect_memory_type = gdrpipe_copy_md_detect_memory_type
 };

@@ -325,6 +325,12 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     if (ucs_unlikely(gdrpipe_shm_ep_fence_blocks(ep))) {
         return UCS_ERR_NO_RESOURCE;
     }
+    if (ucs_unlikely(rk == &gdrpipe_copy_rkey)) {
+        /* a peer that named its copy MD's key for the wire's memory */
+        gdrpipe_peer_error("gdrpipe: %s with the copy domain's remote key",
+                           is_get ? "get" : "put");
+        return UCS_ERR_INVALID_PARAM;
+    }
     n = gdrpipe_shm_to_iovec(iov, iovcnt, local);
     if (ucs_unlikely(ep->pid == gp_self_pid()) &&
         !gp_mem_is_registered((void*)remote_addr, uct_iov_total_length(iov, iovcnt),

@@ -10,7 +10,8 @@
  *     calls leave MPI_REQUEST_NULL) and moves nothing;
  *   - the same window then works with host buffers: put, accumulate, get,
  *     fetch-and-op, compare-and-swap, rput/rget, get-accumulate to the next
- *     rank, every value checked.
+ *     rank, every value checked; a dynamic window takes host memory, and a
+ *     shared window shows each rank the next one's value.
  * --fatal: the default error handlers and a window of device memory on
  * rank 1: the job must end (with the interposer's message), not fault;
  * without the interposer, rank 0's put into that window faults in Open MPI.
@@ -192,16 +193,8 @@ int main(int argc, char **argv)
 
     MPI_Win dyn = MPI_WIN_NULL;
     int drc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dyn);
-#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
-    /* Open MPI 5 creates dynamic windows only with osc ucx, which
-     * gdrpipe-run leaves out */
-    if (drc != MPI_SUCCESS) {
-        if (rank == 0) {
-            printf("rma_device: no dynamic windows in this Open MPI (osc ucx left out): "
-                   "their checks skipped\n");
-        }
-    } else
-#endif
+    /* (Open MPI 5 makes dynamic windows with osc ucx only, which gdrpipe-run
+     * keeps there) */
     {
         check(drc == MPI_SUCCESS, "MPI_Win_create_dynamic");
         MPI_Win_set_errhandler(dyn, MPI_ERRORS_RETURN);
@@ -228,6 +221,23 @@ int main(int argc, char **argv)
     check(untouched, "the window untouched by the refused operations");
     host_ops(win, base, next, prev);
     MPI_Win_free(&win);
+
+    /* a shared window beside them (every rank of these runs on one host) */
+    int *mine = NULL, *theirs = NULL, disp = 0;
+    MPI_Aint len = 0;
+    MPI_Win sw = MPI_WIN_NULL;
+    check(MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                                  &mine, &sw) == MPI_SUCCESS,
+          "MPI_Win_allocate_shared");
+    if (sw != MPI_WIN_NULL) {
+        *mine = 1000 + rank;
+        MPI_Win_fence(0, sw);
+        check(MPI_Win_shared_query(sw, next, &len, &disp, &theirs) == MPI_SUCCESS &&
+                  theirs != NULL && *theirs == 1000 + next,
+              "the next rank's value read through the shared window");
+        MPI_Win_fence(0, sw);
+        MPI_Win_free(&sw);
+    }
 
     gp_devmem_free(dev);
     free(host);

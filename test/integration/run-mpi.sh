@@ -55,11 +55,16 @@ if [ "$hosts" -gt 1 ]; then
     fi
 fi
 
+# osc: RUN_MPI_OSC, else the launcher's choice (gdrpipe-run leaves osc ucx
+# out on Open MPI 4.1 only), else without one osc ucx left out
+osc=${RUN_MPI_OSC:-}
+[ -n "$osc" ] || [ -n "${RUN_MPI_LAUNCHER:-}" ] || osc=^ucx
+
 # shellcheck disable=SC2086
 $wrap timeout --kill-after=10 "$limit" \
     ${RUN_MPI_LAUNCHER:+sh "$RUN_MPI_LAUNCHER"} mpirun --allow-run-as-root --oversubscribe -np "$np" \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-        --mca osc "${RUN_MPI_OSC:-^ucx}" --mca btl ^vader,tcp,openib,uct \
+        ${osc:+--mca osc "$osc"} --mca btl ^vader,tcp,openib,uct \
         $fwd "$@"
 rc=$?
 [ "$rc" -ne 77 ] || exit 77
