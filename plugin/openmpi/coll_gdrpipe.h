@@ -57,16 +57,16 @@ void gpo_module_set_functions(mca_coll_base_module_t *m);
 
 /* ---- spans of datatypes (coll_gdrpipe_span.c) ---------------------------- */
 /* count elements from the buffer pointer */
-gpo_span_t gpo_span(struct ompi_datatype_t *dt, int count);
+gpo_span_t gpo_span(struct ompi_datatype_t *dt, gpo_count_t count);
 /* n blocks of counts[i] elements at displs[i] extents */
-gpo_span_t gpo_span_v(struct ompi_datatype_t *dt, const int *counts, const int *displs, int n);
+gpo_span_t gpo_span_v(struct ompi_datatype_t *dt, gpo_counts_t counts, gpo_displs_t displs, int n);
 /* n blocks of counts[i] elements of dts[i] at displs[i] bytes */
-gpo_span_t gpo_span_w(struct ompi_datatype_t *const *dts, const int *counts,
-                      const int *displs, int n);
-gpo_span_t gpo_span_w_aint(struct ompi_datatype_t *const *dts, const int *counts,
-                           const MPI_Aint *displs, int n);
+gpo_span_t gpo_span_w(struct ompi_datatype_t *const *dts, gpo_counts_t counts,
+                      gpo_displs_t displs, int n);
+gpo_span_t gpo_span_w_aint(struct ompi_datatype_t *const *dts, gpo_counts_t counts,
+                           gpo_adispls_t displs, int n);
 /* 1 when count elements leave no gaps (an output need not be copied in) */
-int gpo_dense(struct ompi_datatype_t *dt, int count);
+int gpo_dense(struct ompi_datatype_t *dt, gpo_count_t count);
 
 END_C_DECLS
 

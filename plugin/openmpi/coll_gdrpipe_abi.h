@@ -1,6 +1,6 @@
-/* What differs between the coll frameworks of Open MPI 4.1 (coll API 2.3.0)
- * and 5.0 (2.4.0) as coll/gdrpipe uses them; nothing else in the component
- * knows the Open MPI version. */
+/* What differs between the coll frameworks of Open MPI 4.1 (coll API 2.3.0),
+ * 5.0 (2.4.0) and 6.0 (3.0.0) as coll/gdrpipe uses them; nothing else in the
+ * component knows the Open MPI version. */
 #ifndef GDRPIPE_COLL_GDRPIPE_ABI_H
 #define GDRPIPE_COLL_GDRPIPE_ABI_H
 
@@ -8,14 +8,54 @@
 
 #include "ompi/mca/coll/coll.h"
 
+#include <stddef.h>
+
+/* Counts and displacements of the collective table's functions. 4.1 and
+ * 5.0: int, and arrays of int (MPI_Aint for the byte displacements of the
+ * neighbourhood alltoallw). 6.0 (big counts): size_t, and arrays that hold
+ * either int or 64-bit values (ompi/util/count_disp_array.h), read one
+ * element at a time. */
+#if OMPI_MAJOR_VERSION >= 6
+#include "ompi/util/count_disp_array.h"
+typedef size_t gpo_count_t;
+typedef ompi_count_array_t gpo_counts_t;
+typedef ompi_disp_array_t gpo_displs_t;
+typedef ompi_disp_array_t gpo_adispls_t;
+#define GPO_COUNT_AT(a, i) ((gpo_count_t)ompi_count_array_get((a), (size_t)(i)))
+#define GPO_DISP_AT(a, i) ((ptrdiff_t)ompi_disp_array_get((a), (size_t)(i)))
+#else
+typedef int gpo_count_t;
+typedef const int *gpo_counts_t;
+typedef const int *gpo_displs_t;
+typedef const MPI_Aint *gpo_adispls_t;
+#define GPO_COUNT_AT(a, i) ((a)[i])
+#define GPO_DISP_AT(a, i) ((ptrdiff_t)(a)[i])
+#endif
+
+/* 4.1 and 5.0: the framework copies each selected module's functions into
+ * the communicator's table, lowest priority first, before it enables the
+ * next one. 6.0: it only calls each module's enable (lowest priority
+ * first), which installs the module's functions itself, and its disable
+ * (highest first), which puts back what was there before. */
+#if OMPI_MAJOR_VERSION >= 6
+#define GPO_COLL_MODULE_INSTALLS 1
+#else
+#define GPO_COLL_MODULE_INSTALLS 0
+#endif
+
 #if OMPI_MAJOR_VERSION >= 5
 #include "opal/mca/accelerator/base/base.h"
 
 #include <string.h>
 
+#if OMPI_MAJOR_VERSION >= 6
+typedef mca_coll_base_component_3_0_0_t gpo_coll_component_t;
+#define GPO_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_3_0_0
+#else
 typedef mca_coll_base_component_2_4_0_t gpo_coll_component_t;
 #define GPO_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0
-/* 5.0 no longer defines it: the component symbol must be visible */
+#endif
+/* 5.0 and 6.0 no longer define it: the component symbol must be visible */
 #define OMPI_MODULE_DECLSPEC __attribute__((visibility("default")))
 /* 1 when Open MPI's own algorithms move the device buffers of a
  * data-moving collective whose send and receive datatypes are sdt and rdt

@@ -3,16 +3,16 @@
 #include "coll_gdrpipe_funcs.h"
 #include "coll_gdrpipe_devreduce.h"
 
-int mca_coll_gdrpipe_allgather(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                               int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+int mca_coll_gdrpipe_allgather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                               gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                                mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(allgather, gpo_prep_allgather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_allgatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                                const int *rcounts, const int *displs, gpo_dt_t *rdt,
+int mca_coll_gdrpipe_allgatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                                gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                                 gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(allgatherv,
@@ -20,7 +20,7 @@ int mca_coll_gdrpipe_allgatherv(const void *sbuf, int scount, gpo_dt_t *sdt, voi
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
 }
 
-int mca_coll_gdrpipe_allreduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_allreduce(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                                struct ompi_op_t *op, gpo_comm_t *comm,
                                mca_coll_base_module_t *module)
 {
@@ -32,17 +32,17 @@ int mca_coll_gdrpipe_allreduce(const void *sbuf, void *rbuf, int count, gpo_dt_t
                  sbuf, rbuf, count, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_alltoall(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                              int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+int mca_coll_gdrpipe_alltoall(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                              gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                               mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(alltoall, gpo_prep_alltoall(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
-                               gpo_dt_t *sdt, void *rbuf, const int *rcounts,
-                               const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
+int mca_coll_gdrpipe_alltoallv(const void *sbuf, gpo_counts_t scounts, gpo_displs_t sdispls,
+                               gpo_dt_t *sdt, void *rbuf, gpo_counts_t rcounts,
+                               gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
                                mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(alltoallv,
@@ -51,9 +51,9 @@ int mca_coll_gdrpipe_alltoallv(const void *sbuf, const int *scounts, const int *
                  sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
 }
 
-int mca_coll_gdrpipe_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                               gpo_dt_t *const *sdts, void *rbuf, const int *rcounts,
-                               const int *rdispls, gpo_dt_t *const *rdts, gpo_comm_t *comm,
+int mca_coll_gdrpipe_alltoallw(const void *sbuf, gpo_counts_t scounts, gpo_displs_t sdispls,
+                               gpo_dt_t *const *sdts, void *rbuf, gpo_counts_t rcounts,
+                               gpo_displs_t rdispls, gpo_dt_t *const *rdts, gpo_comm_t *comm,
                                mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(alltoallw,
@@ -62,14 +62,14 @@ int mca_coll_gdrpipe_alltoallw(const void *sbuf, const int *scounts, const int *
                  sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
 }
 
-int mca_coll_gdrpipe_bcast(void *buf, int count, gpo_dt_t *dt, int root, gpo_comm_t *comm,
+int mca_coll_gdrpipe_bcast(void *buf, gpo_count_t count, gpo_dt_t *dt, int root, gpo_comm_t *comm,
                            mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(bcast, gpo_prep_bcast(ST, &buf, count, dt, root, comm),
                  buf, count, dt, root, comm);
 }
 
-int mca_coll_gdrpipe_exscan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_exscan(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                             struct ompi_op_t *op, gpo_comm_t *comm,
                             mca_coll_base_module_t *module)
 {
@@ -77,8 +77,8 @@ int mca_coll_gdrpipe_exscan(const void *sbuf, void *rbuf, int count, gpo_dt_t *d
                  sbuf, rbuf, count, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_gather(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                            int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+int mca_coll_gdrpipe_gather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                            gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                             mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(gather,
@@ -86,8 +86,8 @@ int mca_coll_gdrpipe_gather(const void *sbuf, int scount, gpo_dt_t *sdt, void *r
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_gatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                             const int *rcounts, const int *displs, gpo_dt_t *rdt, int root,
+int mca_coll_gdrpipe_gatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                             gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt, int root,
                              gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(gatherv,
@@ -96,7 +96,7 @@ int mca_coll_gdrpipe_gatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void *
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_reduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_reduce(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                             struct ompi_op_t *op, int root, gpo_comm_t *comm,
                             mca_coll_base_module_t *module)
 {
@@ -108,7 +108,7 @@ int mca_coll_gdrpipe_reduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *d
                  sbuf, rbuf, count, dt, op, root, comm);
 }
 
-int mca_coll_gdrpipe_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+int mca_coll_gdrpipe_reduce_scatter(const void *sbuf, void *rbuf, gpo_counts_t rcounts,
                                     gpo_dt_t *dt, struct ompi_op_t *op, gpo_comm_t *comm,
                                     mca_coll_base_module_t *module)
 {
@@ -116,7 +116,7 @@ int mca_coll_gdrpipe_reduce_scatter(const void *sbuf, void *rbuf, const int *rco
                  sbuf, rbuf, rcounts, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+int mca_coll_gdrpipe_reduce_scatter_block(const void *sbuf, void *rbuf, gpo_count_t rcount,
                                           gpo_dt_t *dt, struct ompi_op_t *op,
                                           gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
@@ -125,7 +125,7 @@ int mca_coll_gdrpipe_reduce_scatter_block(const void *sbuf, void *rbuf, int rcou
                  sbuf, rbuf, rcount, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_scan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_scan(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                           struct ompi_op_t *op, gpo_comm_t *comm,
                           mca_coll_base_module_t *module)
 {
@@ -133,8 +133,8 @@ int mca_coll_gdrpipe_scan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
                  sbuf, rbuf, count, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_scatter(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                             int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+int mca_coll_gdrpipe_scatter(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                             gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                              mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(scatter,
@@ -142,8 +142,8 @@ int mca_coll_gdrpipe_scatter(const void *sbuf, int scount, gpo_dt_t *sdt, void *
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_scatterv(const void *sbuf, const int *scounts, const int *displs,
-                              gpo_dt_t *sdt, void *rbuf, int rcount, gpo_dt_t *rdt, int root,
+int mca_coll_gdrpipe_scatterv(const void *sbuf, gpo_counts_t scounts, gpo_displs_t displs,
+                              gpo_dt_t *sdt, void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root,
                               gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(scatterv,
@@ -152,7 +152,7 @@ int mca_coll_gdrpipe_scatterv(const void *sbuf, const int *scounts, const int *d
                  sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_reduce_local(const void *inbuf, void *inoutbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_reduce_local(const void *inbuf, void *inoutbuf, gpo_count_t count, gpo_dt_t *dt,
                                   struct ompi_op_t *op, mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(reduce_local, gpo_prep_reduce_local(ST, &inbuf, &inoutbuf, count, dt),

@@ -245,7 +245,7 @@ static int auto_on(const gp_companion_t *c, mca_coll_gdrpipe_module_t *m, const 
 }
 
 /* allreduce (root < 0) or reduce to root */
-static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+static int devreduce(const void *sbuf, void *rbuf, gpo_count_t count, struct ompi_datatype_t *dt,
                      struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                      mca_coll_gdrpipe_module_t *m, int *rc)
 {
@@ -280,8 +280,8 @@ static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     for (int r = 0; r < n; ++r) {
         const int part = (all[r].ok == 1) && (all[r].has_result == ((root < 0) || (root == r)));
         if (!part && (r == me) && (gpo_coll_params.verbose > 1)) {
-            opal_output(0, "coll gdrpipe: %s of %d elements staged: rank %d's buffers cannot "
-                        "take part", root < 0 ? "allreduce" : "reduce", count, r);
+            opal_output(0, "coll gdrpipe: %s of %ld elements staged: rank %d's buffers cannot "
+                        "take part", root < 0 ? "allreduce" : "reduce", (long)count, r);
         }
         ok &= part;
     }
@@ -350,7 +350,7 @@ static int devreduce(const void *sbuf, void *rbuf, int count, struct ompi_dataty
     return 0;
 }
 
-int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
+int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, gpo_count_t count,
                             struct ompi_datatype_t *dt, struct ompi_op_t *op,
                             struct ompi_communicator_t *comm,
                             mca_coll_gdrpipe_module_t *m, int *rc)
@@ -358,7 +358,7 @@ int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
     return devreduce(sbuf, rbuf, count, dt, op, -1, comm, m, rc);
 }
 
-int gpo_devreduce_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+int gpo_devreduce_reduce(const void *sbuf, void *rbuf, gpo_count_t count, struct ompi_datatype_t *dt,
                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                          mca_coll_gdrpipe_module_t *m, int *rc)
 {

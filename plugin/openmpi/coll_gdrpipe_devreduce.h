@@ -11,13 +11,13 @@
 
 /* MPI_Allreduce on the GPU. 0: done, *rc the result; 1: not taken (the
  * same answer on every rank of comm: the caller stages as before). */
-int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, int count,
+int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, gpo_count_t count,
                             struct ompi_datatype_t *dt, struct ompi_op_t *op,
                             struct ompi_communicator_t *comm,
                             mca_coll_gdrpipe_module_t *m, int *rc);
 
 /* MPI_Reduce to root on the GPU: the same contract */
-int gpo_devreduce_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dt,
+int gpo_devreduce_reduce(const void *sbuf, void *rbuf, gpo_count_t count, struct ompi_datatype_t *dt,
                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                          mca_coll_gdrpipe_module_t *m, int *rc);
 

@@ -3,8 +3,8 @@
 #include "coll_gdrpipe_funcs.h"
 
 
-int mca_coll_gdrpipe_ineighbor_allgather(const void *sbuf, int scount, gpo_dt_t *sdt,
-                                        void *rbuf, int rcount, gpo_dt_t *rdt,
+int mca_coll_gdrpipe_ineighbor_allgather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                                        void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                         gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(ineighbor_allgather,
@@ -12,8 +12,8 @@ int mca_coll_gdrpipe_ineighbor_allgather(const void *sbuf, int scount, gpo_dt_t 
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_ineighbor_allgatherv(const void *sbuf, int scount, gpo_dt_t *sdt,
-                                         void *rbuf, const int *rcounts, const int *displs,
+int mca_coll_gdrpipe_ineighbor_allgatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                                         void *rbuf, gpo_counts_t rcounts, gpo_displs_t displs,
                                          gpo_dt_t *rdt, gpo_comm_t *comm,
                                          ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -23,8 +23,8 @@ int mca_coll_gdrpipe_ineighbor_allgatherv(const void *sbuf, int scount, gpo_dt_t
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
 }
 
-int mca_coll_gdrpipe_ineighbor_alltoall(const void *sbuf, int scount, gpo_dt_t *sdt,
-                                       void *rbuf, int rcount, gpo_dt_t *rdt,
+int mca_coll_gdrpipe_ineighbor_alltoall(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                                       void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                        gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(ineighbor_alltoall,
@@ -32,9 +32,9 @@ int mca_coll_gdrpipe_ineighbor_alltoall(const void *sbuf, int scount, gpo_dt_t *
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_ineighbor_alltoallv(const void *sbuf, const int *scounts,
-                                        const int *sdispls, gpo_dt_t *sdt, void *rbuf,
-                                        const int *rcounts, const int *rdispls,
+int mca_coll_gdrpipe_ineighbor_alltoallv(const void *sbuf, gpo_counts_t scounts,
+                                        gpo_displs_t sdispls, gpo_dt_t *sdt, void *rbuf,
+                                        gpo_counts_t rcounts, gpo_displs_t rdispls,
                                         gpo_dt_t *rdt, gpo_comm_t *comm,
                                         ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -44,10 +44,10 @@ int mca_coll_gdrpipe_ineighbor_alltoallv(const void *sbuf, const int *scounts,
                  sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
 }
 
-int mca_coll_gdrpipe_ineighbor_alltoallw(const void *sbuf, const int *scounts,
-                                        const MPI_Aint *sdispls, gpo_dt_t *const *sdts,
-                                        void *rbuf, const int *rcounts,
-                                        const MPI_Aint *rdispls, gpo_dt_t *const *rdts,
+int mca_coll_gdrpipe_ineighbor_alltoallw(const void *sbuf, gpo_counts_t scounts,
+                                        gpo_adispls_t sdispls, gpo_dt_t *const *sdts,
+                                        void *rbuf, gpo_counts_t rcounts,
+                                        gpo_adispls_t rdispls, gpo_dt_t *const *rdts,
                                         gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(ineighbor_alltoallw,

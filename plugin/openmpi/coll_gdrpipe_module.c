@@ -51,7 +51,9 @@ OBJ_CLASS_INSTANCE(mca_coll_gdrpipe_module_t, mca_coll_base_module_t, module_con
 
 /* Called after every lower-priority module has put its functions into the
  * communicator's table: those become ours to call. A slot nobody below
- * fills (scan on an intercommunicator) stays empty here too. */
+ * fills (scan on an intercommunicator) stays empty here too. Where the
+ * framework leaves the installing to the modules (GPO_COLL_MODULE_INSTALLS,
+ * Open MPI 6), ours go into the table here. */
 static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_gdrpipe_module_t *m = (mca_coll_gdrpipe_module_t *)module;
@@ -61,6 +63,10 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
         m->next.coll_##name = below->coll_##name;                        \
         m->next.coll_##name##_module = below->coll_##name##_module;      \
         OBJ_RETAIN(m->next.coll_##name##_module);                        \
+        if (GPO_COLL_MODULE_INSTALLS) {                                  \
+            below->coll_##name = m->super.coll_##name;                   \
+            below->coll_##name##_module = module;                        \
+        }                                                                \
     } else {                                                             \
         m->super.coll_##name = NULL;                                     \
     }
@@ -70,12 +76,32 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     return OMPI_SUCCESS;
 }
 
+/* Open MPI 6: the slots still ours get back what was there before */
 static int module_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
-    (void)comm;
-    release_next((mca_coll_gdrpipe_module_t *)module);
+    mca_coll_gdrpipe_module_t *m = (mca_coll_gdrpipe_module_t *)module;
+    if (GPO_COLL_MODULE_INSTALLS && comm != NULL && comm->c_coll != NULL) {
+        mca_coll_base_comm_coll_t *table = comm->c_coll;
+#define GPO_SLOT(name)                                                   \
+        if (table->coll_##name##_module == module) {                     \
+            table->coll_##name = m->next.coll_##name;                    \
+            table->coll_##name##_module = m->next.coll_##name##_module;  \
+        }
+        GPO_SLOTS
+#undef GPO_SLOT
+    }
+    release_next(m);
     return OMPI_SUCCESS;
 }
+
+/* each function has the type of its slot in this Open MPI's table (the
+ * counts and displacements of coll_gdrpipe_abi.h) */
+#define GPO_SLOT(name)                                                              \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&mca_coll_gdrpipe_##name), \
+                                                __typeof__(((mca_coll_base_module_t *)0)->coll_##name)), \
+                   "mca_coll_gdrpipe_" #name " does not fit its slot");
+GPO_SLOTS
+#undef GPO_SLOT
 
 void gpo_module_set_functions(mca_coll_base_module_t *m)
 {

@@ -2,8 +2,8 @@
 #include "coll_gdrpipe_wrap.h"
 #include "coll_gdrpipe_funcs.h"
 
-int mca_coll_gdrpipe_neighbor_allgather(const void *sbuf, int scount, gpo_dt_t *sdt,
-                                        void *rbuf, int rcount, gpo_dt_t *rdt,
+int mca_coll_gdrpipe_neighbor_allgather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                                        void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                         gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(neighbor_allgather,
@@ -11,8 +11,8 @@ int mca_coll_gdrpipe_neighbor_allgather(const void *sbuf, int scount, gpo_dt_t *
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_neighbor_allgatherv(const void *sbuf, int scount, gpo_dt_t *sdt,
-                                         void *rbuf, const int *rcounts, const int *displs,
+int mca_coll_gdrpipe_neighbor_allgatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                                         void *rbuf, gpo_counts_t rcounts, gpo_displs_t displs,
                                          gpo_dt_t *rdt, gpo_comm_t *comm,
                                          mca_coll_base_module_t *module)
 {
@@ -22,8 +22,8 @@ int mca_coll_gdrpipe_neighbor_allgatherv(const void *sbuf, int scount, gpo_dt_t 
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
 }
 
-int mca_coll_gdrpipe_neighbor_alltoall(const void *sbuf, int scount, gpo_dt_t *sdt,
-                                       void *rbuf, int rcount, gpo_dt_t *rdt,
+int mca_coll_gdrpipe_neighbor_alltoall(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                                       void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                        gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(neighbor_alltoall,
@@ -31,9 +31,9 @@ int mca_coll_gdrpipe_neighbor_alltoall(const void *sbuf, int scount, gpo_dt_t *s
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_neighbor_alltoallv(const void *sbuf, const int *scounts,
-                                        const int *sdispls, gpo_dt_t *sdt, void *rbuf,
-                                        const int *rcounts, const int *rdispls,
+int mca_coll_gdrpipe_neighbor_alltoallv(const void *sbuf, gpo_counts_t scounts,
+                                        gpo_displs_t sdispls, gpo_dt_t *sdt, void *rbuf,
+                                        gpo_counts_t rcounts, gpo_displs_t rdispls,
                                         gpo_dt_t *rdt, gpo_comm_t *comm,
                                         mca_coll_base_module_t *module)
 {
@@ -43,10 +43,10 @@ int mca_coll_gdrpipe_neighbor_alltoallv(const void *sbuf, const int *scounts,
                  sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
 }
 
-int mca_coll_gdrpipe_neighbor_alltoallw(const void *sbuf, const int *scounts,
-                                        const MPI_Aint *sdispls, gpo_dt_t *const *sdts,
-                                        void *rbuf, const int *rcounts,
-                                        const MPI_Aint *rdispls, gpo_dt_t *const *rdts,
+int mca_coll_gdrpipe_neighbor_alltoallw(const void *sbuf, gpo_counts_t scounts,
+                                        gpo_adispls_t sdispls, gpo_dt_t *const *sdts,
+                                        void *rbuf, gpo_counts_t rcounts,
+                                        gpo_adispls_t rdispls, gpo_dt_t *const *rdts,
                                         gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
     GPO_BLOCKING(neighbor_alltoallw,

@@ -4,16 +4,16 @@
 #include "coll_gdrpipe_funcs.h"
 
 
-int mca_coll_gdrpipe_iallgather(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                               int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+int mca_coll_gdrpipe_iallgather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                               gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(iallgather, gpo_prep_allgather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_iallgatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                                const int *rcounts, const int *displs, gpo_dt_t *rdt,
+int mca_coll_gdrpipe_iallgatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                                gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                                 gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(iallgatherv,
@@ -21,7 +21,7 @@ int mca_coll_gdrpipe_iallgatherv(const void *sbuf, int scount, gpo_dt_t *sdt, vo
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
 }
 
-int mca_coll_gdrpipe_iallreduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_iallreduce(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                                struct ompi_op_t *op, gpo_comm_t *comm,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -29,17 +29,17 @@ int mca_coll_gdrpipe_iallreduce(const void *sbuf, void *rbuf, int count, gpo_dt_
                  sbuf, rbuf, count, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_ialltoall(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                              int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+int mca_coll_gdrpipe_ialltoall(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                              gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(ialltoall, gpo_prep_alltoall(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls,
-                               gpo_dt_t *sdt, void *rbuf, const int *rcounts,
-                               const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
+int mca_coll_gdrpipe_ialltoallv(const void *sbuf, gpo_counts_t scounts, gpo_displs_t sdispls,
+                               gpo_dt_t *sdt, void *rbuf, gpo_counts_t rcounts,
+                               gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(ialltoallv,
@@ -48,9 +48,9 @@ int mca_coll_gdrpipe_ialltoallv(const void *sbuf, const int *scounts, const int 
                  sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
 }
 
-int mca_coll_gdrpipe_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                               gpo_dt_t *const *sdts, void *rbuf, const int *rcounts,
-                               const int *rdispls, gpo_dt_t *const *rdts, gpo_comm_t *comm,
+int mca_coll_gdrpipe_ialltoallw(const void *sbuf, gpo_counts_t scounts, gpo_displs_t sdispls,
+                               gpo_dt_t *const *sdts, void *rbuf, gpo_counts_t rcounts,
+                               gpo_displs_t rdispls, gpo_dt_t *const *rdts, gpo_comm_t *comm,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(ialltoallw,
@@ -59,14 +59,14 @@ int mca_coll_gdrpipe_ialltoallw(const void *sbuf, const int *scounts, const int 
                  sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
 }
 
-int mca_coll_gdrpipe_ibcast(void *buf, int count, gpo_dt_t *dt, int root, gpo_comm_t *comm,
+int mca_coll_gdrpipe_ibcast(void *buf, gpo_count_t count, gpo_dt_t *dt, int root, gpo_comm_t *comm,
                            ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(ibcast, gpo_prep_bcast(ST, &buf, count, dt, root, comm),
                  buf, count, dt, root, comm);
 }
 
-int mca_coll_gdrpipe_iexscan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_iexscan(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                             struct ompi_op_t *op, gpo_comm_t *comm,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -74,8 +74,8 @@ int mca_coll_gdrpipe_iexscan(const void *sbuf, void *rbuf, int count, gpo_dt_t *
                  sbuf, rbuf, count, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_igather(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                            int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+int mca_coll_gdrpipe_igather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                            gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(igather,
@@ -83,8 +83,8 @@ int mca_coll_gdrpipe_igather(const void *sbuf, int scount, gpo_dt_t *sdt, void *
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_igatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                             const int *rcounts, const int *displs, gpo_dt_t *rdt, int root,
+int mca_coll_gdrpipe_igatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                             gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt, int root,
                              gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(igatherv,
@@ -93,7 +93,7 @@ int mca_coll_gdrpipe_igatherv(const void *sbuf, int scount, gpo_dt_t *sdt, void 
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_ireduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_ireduce(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                             struct ompi_op_t *op, int root, gpo_comm_t *comm,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -101,7 +101,7 @@ int mca_coll_gdrpipe_ireduce(const void *sbuf, void *rbuf, int count, gpo_dt_t *
                  sbuf, rbuf, count, dt, op, root, comm);
 }
 
-int mca_coll_gdrpipe_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+int mca_coll_gdrpipe_ireduce_scatter(const void *sbuf, void *rbuf, gpo_counts_t rcounts,
                                     gpo_dt_t *dt, struct ompi_op_t *op, gpo_comm_t *comm,
                                     ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -109,7 +109,7 @@ int mca_coll_gdrpipe_ireduce_scatter(const void *sbuf, void *rbuf, const int *rc
                  sbuf, rbuf, rcounts, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+int mca_coll_gdrpipe_ireduce_scatter_block(const void *sbuf, void *rbuf, gpo_count_t rcount,
                                           gpo_dt_t *dt, struct ompi_op_t *op,
                                           gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -118,7 +118,7 @@ int mca_coll_gdrpipe_ireduce_scatter_block(const void *sbuf, void *rbuf, int rco
                  sbuf, rbuf, rcount, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_iscan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_iscan(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                           struct ompi_op_t *op, gpo_comm_t *comm,
                           ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -126,8 +126,8 @@ int mca_coll_gdrpipe_iscan(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt
                  sbuf, rbuf, count, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_iscatter(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                             int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+int mca_coll_gdrpipe_iscatter(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                             gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                              ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(iscatter,
@@ -135,8 +135,8 @@ int mca_coll_gdrpipe_iscatter(const void *sbuf, int scount, gpo_dt_t *sdt, void 
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_iscatterv(const void *sbuf, const int *scounts, const int *displs,
-                              gpo_dt_t *sdt, void *rbuf, int rcount, gpo_dt_t *rdt, int root,
+int mca_coll_gdrpipe_iscatterv(const void *sbuf, gpo_counts_t scounts, gpo_displs_t displs,
+                              gpo_dt_t *sdt, void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root,
                               gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_NONBLOCKING(iscatterv,

@@ -5,16 +5,16 @@
 #include "coll_gdrpipe_funcs.h"
 
 
-int mca_coll_gdrpipe_allgather_init(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                               int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+int mca_coll_gdrpipe_allgather_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                               gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(allgather_init, gpo_prep_allgather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_allgatherv_init(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                                const int *rcounts, const int *displs, gpo_dt_t *rdt,
+int mca_coll_gdrpipe_allgatherv_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                                gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                                 gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(allgatherv_init,
@@ -22,7 +22,7 @@ int mca_coll_gdrpipe_allgatherv_init(const void *sbuf, int scount, gpo_dt_t *sdt
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
 }
 
-int mca_coll_gdrpipe_allreduce_init(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_allreduce_init(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                                struct ompi_op_t *op, gpo_comm_t *comm,
                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -30,17 +30,17 @@ int mca_coll_gdrpipe_allreduce_init(const void *sbuf, void *rbuf, int count, gpo
                  sbuf, rbuf, count, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_alltoall_init(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                              int rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
+int mca_coll_gdrpipe_alltoall_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                              gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                               struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(alltoall_init, gpo_prep_alltoall(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls,
-                               gpo_dt_t *sdt, void *rbuf, const int *rcounts,
-                               const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
+int mca_coll_gdrpipe_alltoallv_init(const void *sbuf, gpo_counts_t scounts, gpo_displs_t sdispls,
+                               gpo_dt_t *sdt, void *rbuf, gpo_counts_t rcounts,
+                               gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(alltoallv_init,
@@ -49,9 +49,9 @@ int mca_coll_gdrpipe_alltoallv_init(const void *sbuf, const int *scounts, const 
                  sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
 }
 
-int mca_coll_gdrpipe_alltoallw_init(const void *sbuf, const int *scounts, const int *sdispls,
-                               gpo_dt_t *const *sdts, void *rbuf, const int *rcounts,
-                               const int *rdispls, gpo_dt_t *const *rdts, gpo_comm_t *comm,
+int mca_coll_gdrpipe_alltoallw_init(const void *sbuf, gpo_counts_t scounts, gpo_displs_t sdispls,
+                               gpo_dt_t *const *sdts, void *rbuf, gpo_counts_t rcounts,
+                               gpo_displs_t rdispls, gpo_dt_t *const *rdts, gpo_comm_t *comm,
                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(alltoallw_init,
@@ -60,14 +60,14 @@ int mca_coll_gdrpipe_alltoallw_init(const void *sbuf, const int *scounts, const 
                  sbuf, scounts, sdispls, sdts, rbuf, rcounts, rdispls, rdts, comm);
 }
 
-int mca_coll_gdrpipe_bcast_init(void *buf, int count, gpo_dt_t *dt, int root, gpo_comm_t *comm,
+int mca_coll_gdrpipe_bcast_init(void *buf, gpo_count_t count, gpo_dt_t *dt, int root, gpo_comm_t *comm,
                            struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(bcast_init, gpo_prep_bcast(ST, &buf, count, dt, root, comm),
                  buf, count, dt, root, comm);
 }
 
-int mca_coll_gdrpipe_exscan_init(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_exscan_init(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                             struct ompi_op_t *op, gpo_comm_t *comm,
                             struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -75,8 +75,8 @@ int mca_coll_gdrpipe_exscan_init(const void *sbuf, void *rbuf, int count, gpo_dt
                  sbuf, rbuf, count, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_gather_init(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                            int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+int mca_coll_gdrpipe_gather_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                            gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                             struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(gather_init,
@@ -84,8 +84,8 @@ int mca_coll_gdrpipe_gather_init(const void *sbuf, int scount, gpo_dt_t *sdt, vo
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_gatherv_init(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                             const int *rcounts, const int *displs, gpo_dt_t *rdt, int root,
+int mca_coll_gdrpipe_gatherv_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                             gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt, int root,
                              gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(gatherv_init,
@@ -94,7 +94,7 @@ int mca_coll_gdrpipe_gatherv_init(const void *sbuf, int scount, gpo_dt_t *sdt, v
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_reduce_init(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_reduce_init(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                             struct ompi_op_t *op, int root, gpo_comm_t *comm,
                             struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -102,7 +102,7 @@ int mca_coll_gdrpipe_reduce_init(const void *sbuf, void *rbuf, int count, gpo_dt
                  sbuf, rbuf, count, dt, op, root, comm);
 }
 
-int mca_coll_gdrpipe_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+int mca_coll_gdrpipe_reduce_scatter_init(const void *sbuf, void *rbuf, gpo_counts_t rcounts,
                                     gpo_dt_t *dt, struct ompi_op_t *op, gpo_comm_t *comm,
                                     struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -110,7 +110,7 @@ int mca_coll_gdrpipe_reduce_scatter_init(const void *sbuf, void *rbuf, const int
                  sbuf, rbuf, rcounts, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+int mca_coll_gdrpipe_reduce_scatter_block_init(const void *sbuf, void *rbuf, gpo_count_t rcount,
                                           gpo_dt_t *dt, struct ompi_op_t *op,
                                           gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -119,7 +119,7 @@ int mca_coll_gdrpipe_reduce_scatter_block_init(const void *sbuf, void *rbuf, int
                  sbuf, rbuf, rcount, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_scan_init(const void *sbuf, void *rbuf, int count, gpo_dt_t *dt,
+int mca_coll_gdrpipe_scan_init(const void *sbuf, void *rbuf, gpo_count_t count, gpo_dt_t *dt,
                           struct ompi_op_t *op, gpo_comm_t *comm,
                           struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -127,8 +127,8 @@ int mca_coll_gdrpipe_scan_init(const void *sbuf, void *rbuf, int count, gpo_dt_t
                  sbuf, rbuf, count, dt, op, comm);
 }
 
-int mca_coll_gdrpipe_scatter_init(const void *sbuf, int scount, gpo_dt_t *sdt, void *rbuf,
-                             int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
+int mca_coll_gdrpipe_scatter_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
+                             gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                              struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(scatter_init,
@@ -136,8 +136,8 @@ int mca_coll_gdrpipe_scatter_init(const void *sbuf, int scount, gpo_dt_t *sdt, v
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
 }
 
-int mca_coll_gdrpipe_scatterv_init(const void *sbuf, const int *scounts, const int *displs,
-                              gpo_dt_t *sdt, void *rbuf, int rcount, gpo_dt_t *rdt, int root,
+int mca_coll_gdrpipe_scatterv_init(const void *sbuf, gpo_counts_t scounts, gpo_displs_t displs,
+                              gpo_dt_t *sdt, void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root,
                               gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(scatterv_init,
@@ -147,8 +147,8 @@ int mca_coll_gdrpipe_scatterv_init(const void *sbuf, const int *scounts, const i
 }
 
 
-int mca_coll_gdrpipe_neighbor_allgather_init(const void *sbuf, int scount, gpo_dt_t *sdt,
-                                        void *rbuf, int rcount, gpo_dt_t *rdt,
+int mca_coll_gdrpipe_neighbor_allgather_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                                        void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                         gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(neighbor_allgather_init,
@@ -156,8 +156,8 @@ int mca_coll_gdrpipe_neighbor_allgather_init(const void *sbuf, int scount, gpo_d
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_neighbor_allgatherv_init(const void *sbuf, int scount, gpo_dt_t *sdt,
-                                         void *rbuf, const int *rcounts, const int *displs,
+int mca_coll_gdrpipe_neighbor_allgatherv_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                                         void *rbuf, gpo_counts_t rcounts, gpo_displs_t displs,
                                          gpo_dt_t *rdt, gpo_comm_t *comm,
                                          struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -167,8 +167,8 @@ int mca_coll_gdrpipe_neighbor_allgatherv_init(const void *sbuf, int scount, gpo_
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
 }
 
-int mca_coll_gdrpipe_neighbor_alltoall_init(const void *sbuf, int scount, gpo_dt_t *sdt,
-                                       void *rbuf, int rcount, gpo_dt_t *rdt,
+int mca_coll_gdrpipe_neighbor_alltoall_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                                       void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                        gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(neighbor_alltoall_init,
@@ -176,9 +176,9 @@ int mca_coll_gdrpipe_neighbor_alltoall_init(const void *sbuf, int scount, gpo_dt
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
-int mca_coll_gdrpipe_neighbor_alltoallv_init(const void *sbuf, const int *scounts,
-                                        const int *sdispls, gpo_dt_t *sdt, void *rbuf,
-                                        const int *rcounts, const int *rdispls,
+int mca_coll_gdrpipe_neighbor_alltoallv_init(const void *sbuf, gpo_counts_t scounts,
+                                        gpo_displs_t sdispls, gpo_dt_t *sdt, void *rbuf,
+                                        gpo_counts_t rcounts, gpo_displs_t rdispls,
                                         gpo_dt_t *rdt, gpo_comm_t *comm,
                                         struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
@@ -188,10 +188,10 @@ int mca_coll_gdrpipe_neighbor_alltoallv_init(const void *sbuf, const int *scount
                  sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
 }
 
-int mca_coll_gdrpipe_neighbor_alltoallw_init(const void *sbuf, const int *scounts,
-                                        const MPI_Aint *sdispls, gpo_dt_t *const *sdts,
-                                        void *rbuf, const int *rcounts,
-                                        const MPI_Aint *rdispls, gpo_dt_t *const *rdts,
+int mca_coll_gdrpipe_neighbor_alltoallw_init(const void *sbuf, gpo_counts_t scounts,
+                                        gpo_adispls_t sdispls, gpo_dt_t *const *sdts,
+                                        void *rbuf, gpo_counts_t rcounts,
+                                        gpo_adispls_t rdispls, gpo_dt_t *const *rdts,
                                         gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     GPO_PERSISTENT(neighbor_alltoallw_init,

@@ -88,20 +88,20 @@ static int put_out(gpo_stage_t *st, void **p, gpo_span_t span, int also_in)
 
 #define TRY(x) do { int rc_ = (x); if (rc_ != 0) return rc_; } while (0)
 
-int gpo_prep_allgather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                       void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
+int gpo_prep_allgather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                       void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
     if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
-    int n = rcount * peers(comm);
+    gpo_count_t n = rcount * peers(comm);
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
     if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, n), *sbuf == MPI_IN_PLACE || !gpo_dense(rdt, n)));
     return 1;
 }
 
-int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                        void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
+int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                        void **rbuf, gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                         gpo_comm_t *comm)
 {
     /* Open MPI 4.1's bruck and neighbour exchange: indexed types over rbuf */
@@ -113,7 +113,7 @@ int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t
     return 1;
 }
 
-int gpo_prep_allreduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int count,
+int gpo_prep_allreduce(gpo_stage_t *st, const void **sbuf, void **rbuf, gpo_count_t count,
                        gpo_dt_t *dt, gpo_comm_t *comm)
 {
     (void)comm;
@@ -124,8 +124,8 @@ int gpo_prep_allreduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int coun
     return 1;
 }
 
-int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                      void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
+int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                      void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
     /* Open MPI 4.1's fixed rules pick bruck (indexed types over the
      * receive buffer) for small blocks above 12 processes */
@@ -141,9 +141,9 @@ int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *
     return 1;
 }
 
-int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                       const int *sdispls, gpo_dt_t *sdt, void **rbuf, const int *rcounts,
-                       const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm)
+int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                       gpo_displs_t sdispls, gpo_dt_t *sdt, void **rbuf, gpo_counts_t rcounts,
+                       gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
     if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
@@ -154,9 +154,9 @@ int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, const int *scounts,
     return 1;
 }
 
-int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                       const int *sdispls, gpo_dt_t *const *sdts, void **rbuf,
-                       const int *rcounts, const int *rdispls, gpo_dt_t *const *rdts,
+int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                       gpo_displs_t sdispls, gpo_dt_t *const *sdts, void **rbuf,
+                       gpo_counts_t rcounts, gpo_displs_t rdispls, gpo_dt_t *const *rdts,
                        gpo_comm_t *comm)
 {
     if (moves_direct(*sbuf, NULL, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));
@@ -172,7 +172,7 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
  * only by point-to-point, never with the CPU: a contiguous one stays on the
  * device and goes through UCX and gdrpipe's GPU paths; only a
  * non-contiguous datatype (packed by the CPU in pml ucx) is staged. */
-int gpo_prep_bcast(gpo_stage_t *st, void **buf, int count, gpo_dt_t *dt, int root,
+int gpo_prep_bcast(gpo_stage_t *st, void **buf, gpo_count_t count, gpo_dt_t *dt, int root,
                    gpo_comm_t *comm)
 {
     if (moves_direct(NULL, dt, dt)) return handed_on(dev(*buf));
@@ -183,8 +183,8 @@ int gpo_prep_bcast(gpo_stage_t *st, void **buf, int count, gpo_dt_t *dt, int roo
     return 1;
 }
 
-int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                    void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
+int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                    void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
     /* Open MPI 4.1's binomial trees unpack through convertors */
     if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
@@ -193,14 +193,14 @@ int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sd
     int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
     int rd = r == ROLE_ROOT ? dev(*rbuf) : 0;
     if (!sd && !rd) return 0;
-    int n = rcount * peers(comm);
+    gpo_count_t n = rcount * peers(comm);
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
     if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, n), *sbuf == MPI_IN_PLACE || !gpo_dense(rdt, n)));
     return 1;
 }
 
-int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                     void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
+int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                     void **rbuf, gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                      int root, gpo_comm_t *comm)
 {
     /* Open MPI 4.1's binomial trees unpack through convertors */
@@ -215,7 +215,7 @@ int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *s
     return 1;
 }
 
-int gpo_prep_reduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int count, gpo_dt_t *dt,
+int gpo_prep_reduce(gpo_stage_t *st, const void **sbuf, void **rbuf, gpo_count_t count, gpo_dt_t *dt,
                     int root, gpo_comm_t *comm)
 {
     int r = role(comm, root);
@@ -229,30 +229,31 @@ int gpo_prep_reduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int count, 
 }
 
 int gpo_prep_reduce_scatter(gpo_stage_t *st, const void **sbuf, void **rbuf,
-                            const int *rcounts, gpo_dt_t *dt, gpo_comm_t *comm)
+                            gpo_counts_t rcounts, gpo_dt_t *dt, gpo_comm_t *comm)
 {
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
-    int size = ompi_comm_size(comm), total = 0;
+    int size = ompi_comm_size(comm);
+    gpo_count_t total = 0;
     for (int i = 0; i < size; i++) {
-        total += rcounts[i];
+        total += GPO_COUNT_AT(rcounts, i);
     }
     if (sd) TRY(put_in(st, sbuf, gpo_span(dt, total)));
     if (rd && *sbuf == MPI_IN_PLACE) {
         TRY(put(st, rbuf, gpo_span(dt, total), GPO_IN | GPO_OUT));
     } else if (rd) {
-        int mine = rcounts[ompi_comm_rank(comm)];
+        gpo_count_t mine = GPO_COUNT_AT(rcounts, ompi_comm_rank(comm));
         TRY(put_out(st, rbuf, gpo_span(dt, mine), !gpo_dense(dt, mine)));
     }
     return 1;
 }
 
 int gpo_prep_reduce_scatter_block(gpo_stage_t *st, const void **sbuf, void **rbuf,
-                                  int rcount, gpo_dt_t *dt, gpo_comm_t *comm)
+                                  gpo_count_t rcount, gpo_dt_t *dt, gpo_comm_t *comm)
 {
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
-    int total = rcount * ompi_comm_size(comm);
+    gpo_count_t total = rcount * ompi_comm_size(comm);
     if (sd) TRY(put_in(st, sbuf, gpo_span(dt, total)));
     if (rd && *sbuf == MPI_IN_PLACE) {
         TRY(put(st, rbuf, gpo_span(dt, total), GPO_IN | GPO_OUT));
@@ -262,8 +263,8 @@ int gpo_prep_reduce_scatter_block(gpo_stage_t *st, const void **sbuf, void **rbu
     return 1;
 }
 
-int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                     void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
+int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                     void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
     /* Open MPI 4.1's binomial trees unpack through convertors */
     if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
@@ -277,8 +278,8 @@ int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *s
     return 1;
 }
 
-int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                      const int *displs, gpo_dt_t *sdt, void **rbuf, int rcount,
+int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                      gpo_displs_t displs, gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount,
                       gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
     /* Open MPI 4.1's binomial trees unpack through convertors */
@@ -293,7 +294,7 @@ int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, const int *scounts,
     return 1;
 }
 
-int gpo_prep_reduce_local(gpo_stage_t *st, const void **inbuf, void **inoutbuf, int count,
+int gpo_prep_reduce_local(gpo_stage_t *st, const void **inbuf, void **inoutbuf, gpo_count_t count,
                           gpo_dt_t *dt)
 {
     int sd = dev(*inbuf), rd = dev(*inoutbuf);
@@ -310,8 +311,8 @@ static int degrees(gpo_comm_t *comm, int *in, int *out)
     return mca_topo_base_neighbor_count(comm, in, out) == OMPI_SUCCESS ? 0 : OMPI_ERR_BAD_PARAM;
 }
 
-int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, int scount,
-                                gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
+int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount,
+                                gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
     if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
@@ -323,9 +324,9 @@ int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, int scount,
     return 1;
 }
 
-int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, int scount,
-                                 gpo_dt_t *sdt, void **rbuf, const int *rcounts,
-                                 const int *displs, gpo_dt_t *rdt, gpo_comm_t *comm)
+int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount,
+                                 gpo_dt_t *sdt, void **rbuf, gpo_counts_t rcounts,
+                                 gpo_displs_t displs, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
     if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
@@ -336,8 +337,8 @@ int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, int scount,
     return 1;
 }
 
-int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, int scount,
-                               gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
+int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, gpo_count_t scount,
+                               gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                gpo_comm_t *comm)
 {
     if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
@@ -349,9 +350,9 @@ int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, int scount,
     return 1;
 }
 
-int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                                const int *sdispls, gpo_dt_t *sdt, void **rbuf,
-                                const int *rcounts, const int *rdispls, gpo_dt_t *rdt,
+int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                                gpo_displs_t sdispls, gpo_dt_t *sdt, void **rbuf,
+                                gpo_counts_t rcounts, gpo_displs_t rdispls, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
     if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
@@ -363,9 +364,9 @@ int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, const int *s
     return 1;
 }
 
-int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                                const MPI_Aint *sdispls, gpo_dt_t *const *sdts, void **rbuf,
-                                const int *rcounts, const MPI_Aint *rdispls,
+int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                                gpo_adispls_t sdispls, gpo_dt_t *const *sdts, void **rbuf,
+                                gpo_counts_t rcounts, gpo_adispls_t rdispls,
                                 gpo_dt_t *const *rdts, gpo_comm_t *comm)
 {
     if (moves_direct(*sbuf, NULL, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));

@@ -13,61 +13,61 @@
 typedef struct ompi_communicator_t gpo_comm_t;
 typedef struct ompi_datatype_t gpo_dt_t;
 
-int gpo_prep_allgather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                       void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm);
-int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                        void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
+int gpo_prep_allgather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                       void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm);
+int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                        void **rbuf, gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                         gpo_comm_t *comm);
 /* allreduce, scan, exscan */
-int gpo_prep_allreduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int count,
+int gpo_prep_allreduce(gpo_stage_t *st, const void **sbuf, void **rbuf, gpo_count_t count,
                        gpo_dt_t *dt, gpo_comm_t *comm);
-int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                      void **rbuf, int rcount, gpo_dt_t *rdt, gpo_comm_t *comm);
-int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                       const int *sdispls, gpo_dt_t *sdt, void **rbuf, const int *rcounts,
-                       const int *rdispls, gpo_dt_t *rdt, gpo_comm_t *comm);
-int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                       const int *sdispls, gpo_dt_t *const *sdts, void **rbuf,
-                       const int *rcounts, const int *rdispls, gpo_dt_t *const *rdts,
+int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                      void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm);
+int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                       gpo_displs_t sdispls, gpo_dt_t *sdt, void **rbuf, gpo_counts_t rcounts,
+                       gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm);
+int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                       gpo_displs_t sdispls, gpo_dt_t *const *sdts, void **rbuf,
+                       gpo_counts_t rcounts, gpo_displs_t rdispls, gpo_dt_t *const *rdts,
                        gpo_comm_t *comm);
-int gpo_prep_bcast(gpo_stage_t *st, void **buf, int count, gpo_dt_t *dt, int root,
+int gpo_prep_bcast(gpo_stage_t *st, void **buf, gpo_count_t count, gpo_dt_t *dt, int root,
                    gpo_comm_t *comm);
-int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                    void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm);
-int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                     void **rbuf, const int *rcounts, const int *displs, gpo_dt_t *rdt,
+int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                    void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm);
+int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                     void **rbuf, gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                      int root, gpo_comm_t *comm);
-int gpo_prep_reduce(gpo_stage_t *st, const void **sbuf, void **rbuf, int count, gpo_dt_t *dt,
+int gpo_prep_reduce(gpo_stage_t *st, const void **sbuf, void **rbuf, gpo_count_t count, gpo_dt_t *dt,
                     int root, gpo_comm_t *comm);
 int gpo_prep_reduce_scatter(gpo_stage_t *st, const void **sbuf, void **rbuf,
-                            const int *rcounts, gpo_dt_t *dt, gpo_comm_t *comm);
+                            gpo_counts_t rcounts, gpo_dt_t *dt, gpo_comm_t *comm);
 int gpo_prep_reduce_scatter_block(gpo_stage_t *st, const void **sbuf, void **rbuf,
-                                  int rcount, gpo_dt_t *dt, gpo_comm_t *comm);
-int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, int scount, gpo_dt_t *sdt,
-                     void **rbuf, int rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm);
-int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                      const int *displs, gpo_dt_t *sdt, void **rbuf, int rcount,
+                                  gpo_count_t rcount, gpo_dt_t *dt, gpo_comm_t *comm);
+int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
+                     void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm);
+int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                      gpo_displs_t displs, gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount,
                       gpo_dt_t *rdt, int root, gpo_comm_t *comm);
-int gpo_prep_reduce_local(gpo_stage_t *st, const void **inbuf, void **inoutbuf, int count,
+int gpo_prep_reduce_local(gpo_stage_t *st, const void **inbuf, void **inoutbuf, gpo_count_t count,
                           gpo_dt_t *dt);
 
 /* neighborhood collectives: blocks per in/out neighbour of the topology */
-int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, int scount,
-                                gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
+int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount,
+                                gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                 gpo_comm_t *comm);
-int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, int scount,
-                                 gpo_dt_t *sdt, void **rbuf, const int *rcounts,
-                                 const int *displs, gpo_dt_t *rdt, gpo_comm_t *comm);
-int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, int scount,
-                               gpo_dt_t *sdt, void **rbuf, int rcount, gpo_dt_t *rdt,
+int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount,
+                                 gpo_dt_t *sdt, void **rbuf, gpo_counts_t rcounts,
+                                 gpo_displs_t displs, gpo_dt_t *rdt, gpo_comm_t *comm);
+int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, gpo_count_t scount,
+                               gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                gpo_comm_t *comm);
-int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                                const int *sdispls, gpo_dt_t *sdt, void **rbuf,
-                                const int *rcounts, const int *rdispls, gpo_dt_t *rdt,
+int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                                gpo_displs_t sdispls, gpo_dt_t *sdt, void **rbuf,
+                                gpo_counts_t rcounts, gpo_displs_t rdispls, gpo_dt_t *rdt,
                                 gpo_comm_t *comm);
-int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, const int *scounts,
-                                const MPI_Aint *sdispls, gpo_dt_t *const *sdts, void **rbuf,
-                                const int *rcounts, const MPI_Aint *rdispls,
+int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
+                                gpo_adispls_t sdispls, gpo_dt_t *const *sdts, void **rbuf,
+                                gpo_counts_t rcounts, gpo_adispls_t rdispls,
                                 gpo_dt_t *const *rdts, gpo_comm_t *comm);
 
 /* data-moving collectives whose device buffers went to the modules below
