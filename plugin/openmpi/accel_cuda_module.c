@@ -1,7 +1,7 @@
 /* The accelerator framework's calls (opal/mca/accelerator/accelerator.h) on
  * the companion table. Copies are synchronous: a copy "appended to a
  * stream" has completed when the call returns, so events recorded after it
- * are complete at once. Open MPI 5's users of the asynchronous calls (the
+ * are complete at once (and so is a stream to sync). Open MPI 5's users of the asynchronous calls (the
  * ob1 pml's pipelined device transfers) stay correct; pml ucx, which
  * gdrpipe-run selects, does not use them. */
 #include "accel_cuda.h"
@@ -59,7 +59,12 @@ static int accel_create_stream(int dev_id, opal_accelerator_stream_t **stream)
     return OPAL_SUCCESS;
 }
 
+#if GPO_ACCEL_TABLE_6
+/* no event is shared between processes: is_ipc_enabled says no */
+static int accel_create_event(int dev_id, opal_accelerator_event_t **event, bool enable_ipc)
+#else
 static int accel_create_event(int dev_id, opal_accelerator_event_t **event)
+#endif
 {
     (void)dev_id;
     *event = OBJ_NEW(opal_accelerator_event_t);
@@ -229,6 +234,134 @@ static int accel_get_buffer_id(int dev_id, const void *addr, opal_accelerator_bu
     return OPAL_SUCCESS;
 }
 
+#if GPO_ACCEL_TABLE_6
+static int accel_sync_stream(opal_accelerator_stream_t *stream)
+{
+    return stream != NULL ? OPAL_SUCCESS : OPAL_ERR_BAD_PARAM;
+}
+
+static int accel_wait_event(int dev_id, opal_accelerator_event_t *event,
+                            opal_accelerator_stream_t *stream)
+{
+    (void)dev_id;
+    return event != NULL && stream != NULL ? OPAL_SUCCESS : OPAL_ERR_BAD_PARAM;
+}
+
+static int accel_memmove_async(int dest_dev_id, int src_dev_id, void *dest, const void *src,
+                               size_t size, opal_accelerator_stream_t *stream,
+                               opal_accelerator_transfer_type_t type)
+{
+    if (stream == NULL) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    return accel_memmove(dest_dev_id, src_dev_id, dest, src, size, type);
+}
+
+/* the allocation is made at once: it precedes whatever the stream holds */
+static int accel_mem_alloc_stream(int dev_id, void **ptr, size_t size,
+                                  opal_accelerator_stream_t *stream)
+{
+    if (stream == NULL) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    return accel_mem_alloc(dev_id, ptr, size);
+}
+
+/* nothing on the stream is pending: released at once (NULL: nothing) */
+static int accel_mem_release_stream(int dev_id, void *ptr, opal_accelerator_stream_t *stream)
+{
+    if (stream == NULL) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    return ptr == NULL ? OPAL_SUCCESS : accel_mem_release(dev_id, ptr);
+}
+
+/* Device memory crosses processes through UCX (the plugin's transports),
+ * not through Open MPI's IPC users (smsc/accelerator, btl smcuda's
+ * rcaches): they are told no, and the handle calls refuse. */
+static bool accel_is_ipc_enabled(void)
+{
+    return false;
+}
+
+static int accel_get_ipc_handle(int dev_id, void *dev_ptr, opal_accelerator_ipc_handle_t *handle)
+{
+    return OPAL_ERR_NOT_SUPPORTED;
+}
+
+static int accel_import_ipc_handle(int dev_id, uint8_t ipc_handle[IPC_MAX_HANDLE_SIZE],
+                                   opal_accelerator_ipc_handle_t *handle)
+{
+    return OPAL_ERR_NOT_SUPPORTED;
+}
+
+static int accel_open_ipc_handle(int dev_id, opal_accelerator_ipc_handle_t *handle,
+                                 void **dev_ptr)
+{
+    return OPAL_ERR_NOT_SUPPORTED;
+}
+
+static int accel_compare_ipc_handles(uint8_t handle_1[IPC_MAX_HANDLE_SIZE],
+                                     uint8_t handle_2[IPC_MAX_HANDLE_SIZE])
+{
+    return memcmp(handle_1, handle_2, IPC_MAX_HANDLE_SIZE);
+}
+
+static int accel_get_ipc_event_handle(opal_accelerator_event_t *event,
+                                      opal_accelerator_ipc_event_handle_t *handle)
+{
+    return OPAL_ERR_NOT_SUPPORTED;
+}
+
+static int accel_import_ipc_event_handle(uint8_t ipc_handle[IPC_MAX_HANDLE_SIZE],
+                                         opal_accelerator_ipc_event_handle_t *handle)
+{
+    return OPAL_ERR_NOT_SUPPORTED;
+}
+
+static int accel_open_ipc_event_handle(opal_accelerator_ipc_event_handle_t *handle,
+                                       opal_accelerator_event_t *event)
+{
+    return OPAL_ERR_NOT_SUPPORTED;
+}
+
+static int accel_num_devices(int *num_devices)
+{
+    const int n = dev()->device_count();
+    if (n < 0) {
+        return OPAL_ERROR;
+    }
+    *num_devices = n;
+    return OPAL_SUCCESS;
+}
+
+/* the companion table does not know the memory bandwidth: a nonzero
+ * placeholder (as accelerator/null gives), and the call says so */
+static int accel_get_mem_bw(int device, float *bw)
+{
+    (void)device;
+    *bw = 1.0f;
+    return OPAL_ERR_NOT_IMPLEMENTED;
+}
+
+/* MPI 4.1's memory kind of this accelerator, as Open MPI's own cuda
+ * component names it: the strings are Open MPI's to free */
+static void accel_get_memkind(ompi_memkind_t *memkind)
+{
+    memkind->im_name = strdup("cuda");
+    memkind->im_no_restrictors = false;
+    memkind->im_num_restrictors = 3;
+    memkind->im_restrictors[0] = strdup("host");
+    memkind->im_restrictors[1] = strdup("device");
+    memkind->im_restrictors[2] = strdup("managed");
+}
+#endif
+
+/* every member filled: the header's table has the members counted here */
+_Static_assert(sizeof(opal_accelerator_base_module_t) ==
+                   GPO_ACCEL_TABLE_MEMBERS * sizeof(opal_accelerator_base_module_check_addr_fn_t),
+               "opal_accelerator_base_module_t is not the table of this Open MPI version");
+
 opal_accelerator_base_module_t gpo_accel_cuda_module = {
     .check_addr = accel_check_addr,
     .create_stream = accel_create_stream,
@@ -247,4 +380,22 @@ opal_accelerator_base_module_t gpo_accel_cuda_module = {
     .get_device_pci_attr = accel_get_device_pci_attr,
     .device_can_access_peer = accel_device_can_access_peer,
     .get_buffer_id = accel_get_buffer_id,
+#if GPO_ACCEL_TABLE_6
+    .sync_stream = accel_sync_stream,
+    .wait_event = accel_wait_event,
+    .mem_move_async = accel_memmove_async,
+    .mem_alloc_stream = accel_mem_alloc_stream,
+    .mem_release_stream = accel_mem_release_stream,
+    .is_ipc_enabled = accel_is_ipc_enabled,
+    .get_ipc_handle = accel_get_ipc_handle,
+    .import_ipc_handle = accel_import_ipc_handle,
+    .open_ipc_handle = accel_open_ipc_handle,
+    .compare_ipc_handles = accel_compare_ipc_handles,
+    .get_ipc_event_handle = accel_get_ipc_event_handle,
+    .import_ipc_event_handle = accel_import_ipc_event_handle,
+    .open_ipc_event_handle = accel_open_ipc_event_handle,
+    .num_devices = accel_num_devices,
+    .get_mem_bw = accel_get_mem_bw,
+    .get_memkind = accel_get_memkind,
+#endif
 };

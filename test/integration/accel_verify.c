@@ -1,11 +1,14 @@
-/* accel_verify: Open MPI 5's accelerator framework as gdrpipe's
+/* accel_verify: Open MPI 5's (and 6's) accelerator framework as gdrpipe's
  * accelerator/cuda implements it, called the way Open MPI's own code calls
  * it (opal_accelerator.*) after MPI_Init in each rank: the component
  * selected is "cuda"; allocations through it are device memory that
  * check_addr, get_address_range and get_buffer_id describe, and that its
  * release returns; synchronous, "asynchronous" (stream, event) and
  * overlapping copies move the right bytes between host and device; host
- * registration; device, PCI address and peer queries. Device memory is read
+ * registration; device, PCI address and peer queries; on Open MPI 6 also
+ * the calls its table added (stream sync, event wait, asynchronous move,
+ * allocations on a stream, IPC refused, device count, memory kind). Device
+ * memory is read
  * back through the driver (devmem.h), never by the CPU. Exit status 0 when
  * every check passed. */
 #include "devmem.h"
@@ -15,6 +18,8 @@
 #include "opal/constants.h"
 #include "opal/mca/accelerator/accelerator.h"
 #include "opal/mca/accelerator/base/base.h"
+
+#include "accel_cuda.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -104,7 +109,7 @@ int main(int argc, char **argv)
     opal_accelerator_event_t *event = NULL;
     pattern(want, n, 99);
     CHECK(opal_accelerator.create_stream(MCA_ACCELERATOR_NO_DEVICE_ID, &stream) == OPAL_SUCCESS &&
-              opal_accelerator.create_event(MCA_ACCELERATOR_NO_DEVICE_ID, &event) == OPAL_SUCCESS,
+              GPO_ACCEL_CREATE_EVENT(MCA_ACCELERATOR_NO_DEVICE_ID, &event) == OPAL_SUCCESS,
           "create_stream/create_event");
     if (stream != NULL && event != NULL) {
         CHECK(opal_accelerator.mem_copy_async(MCA_ACCELERATOR_NO_DEVICE_ID,
@@ -117,6 +122,36 @@ int main(int argc, char **argv)
               "query_event after the copy");
         CHECK(gp_devmem_dtoh(got, d, n) == 0 && memcmp(got, want, n) == 0,
               "asynchronous copy bytes");
+#if GPO_ACCEL_TABLE_6
+        CHECK(opal_accelerator.sync_stream(stream) == OPAL_SUCCESS &&
+                  opal_accelerator.wait_event(MCA_ACCELERATOR_NO_DEVICE_ID, event, stream) ==
+                      OPAL_SUCCESS,
+              "sync_stream/wait_event");
+        /* overlapping, on the stream: the first half moves up by a quarter */
+        CHECK(opal_accelerator.mem_move_async(MCA_ACCELERATOR_NO_DEVICE_ID,
+                                              MCA_ACCELERATOR_NO_DEVICE_ID, (char *)d + n / 4, d,
+                                              n / 2, stream, MCA_ACCELERATOR_TRANSFER_DTOD) ==
+                      OPAL_SUCCESS &&
+                  opal_accelerator.sync_stream(stream) == OPAL_SUCCESS,
+              "mem_move_async");
+        memmove(want + n / 4, want, n / 2);
+        CHECK(gp_devmem_dtoh(got, d, n) == 0 && memcmp(got, want, n) == 0,
+              "mem_move_async bytes");
+        void *ds = NULL;
+        CHECK(opal_accelerator.mem_alloc_stream(MCA_ACCELERATOR_NO_DEVICE_ID, &ds, 4096, stream) ==
+                      OPAL_SUCCESS &&
+                  ds != NULL,
+              "mem_alloc_stream");
+        if (ds != NULL) {
+            int ddev = -1;
+            uint64_t dflags = 0;
+            CHECK(opal_accelerator.check_addr(ds, &ddev, &dflags) > 0,
+                  "mem_alloc_stream gave no device memory");
+            CHECK(opal_accelerator.mem_release_stream(MCA_ACCELERATOR_NO_DEVICE_ID, ds, stream) ==
+                      OPAL_SUCCESS,
+                  "mem_release_stream");
+        }
+#endif
         OBJ_RELEASE(stream);
         OBJ_RELEASE(event);
     }
@@ -159,6 +194,22 @@ int main(int argc, char **argv)
           "device_can_access_peer(self) = %d", access);
     CHECK(opal_accelerator.device_can_access_peer(&access, 0, gp_devmem_count()) != OPAL_SUCCESS,
           "device_can_access_peer with a device that does not exist succeeded");
+#if GPO_ACCEL_TABLE_6
+    int ndev = -1;
+    CHECK(opal_accelerator.num_devices(&ndev) == OPAL_SUCCESS && ndev == gp_devmem_count(),
+          "num_devices %d, the driver has %d", ndev, gp_devmem_count());
+    CHECK(!opal_accelerator.is_ipc_enabled(), "is_ipc_enabled: IPC is not offered");
+    ompi_memkind_t kind;
+    memset(&kind, 0, sizeof(kind));
+    opal_accelerator.get_memkind(&kind);
+    CHECK(kind.im_name != NULL && strcmp(kind.im_name, "cuda") == 0 &&
+              kind.im_num_restrictors == 3,
+          "get_memkind: %s", kind.im_name != NULL ? kind.im_name : "(none)");
+    free(kind.im_name);
+    for (int i = 0; i < kind.im_num_restrictors; i++) {
+        free(kind.im_restrictors[i]);
+    }
+#endif
 
     free(want);
     free(got);
