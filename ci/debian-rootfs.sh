@@ -30,7 +30,7 @@ root=${GDRPIPE_ROOTFS:-/var/tmp/gdrpipe-$suite}
 tmult=${GDRPIPE_TEST_TIMEOUT_MULT:-3}
 mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
 mirror=${mirror:-$(sed -n 's/^deb \(http[^ ]*\) .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -1)}
-pkgs=libucx-dev,ucx-utils,openmpi-bin,libopenmpi-dev,meson,ninja-build,g++,pkg-config,catch2,libibverbs-dev,ibverbs-providers,procps,iproute2,util-linux
+pkgs=libucx-dev,ucx-utils,openmpi-bin,libopenmpi-dev,libpmix-dev,meson,ninja-build,g++,pkg-config,catch2,libibverbs-dev,ibverbs-providers,procps,iproute2,util-linux
 
 mounts=()
 cleanup() {
@@ -80,6 +80,16 @@ if [ -n "$cuda_gcc" ] && [ -n "$gcc_major" ] && [ "$gcc_major" -gt "$cuda_gcc" ]
     echo "== $suite: g++ $gcc_major is newer than nvcc takes: installing g++-$cuda_gcc"
     chroot "$root" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive \
         apt-get install -y -q --no-install-recommends g++-$cuda_gcc && apt-get clean" \
+        >>"$log" 2>&1 || exit 1
+    [ -z "$cache" ] || tar -C "$root" -cf "$cache" .
+fi
+# the Open MPI glue includes Open MPI's internal headers, which include
+# PMIx's: Debian 13's libopenmpi-dev brings libpmix-dev, unstable's (Open MPI
+# 6) does not; installed here once where a root filesystem lacks it
+if ! chroot "$root" pkg-config --exists pmix 2>/dev/null; then
+    echo "== $suite: installing libpmix-dev (the Open MPI glue needs PMIx's headers)"
+    chroot "$root" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends libpmix-dev && apt-get clean" \
         >>"$log" 2>&1 || exit 1
     [ -z "$cache" ] || tar -C "$root" -cf "$cache" .
 fi
