@@ -61,7 +61,9 @@ typedef mca_coll_base_component_2_4_0_t gpo_coll_component_t;
  * data-moving collective whose send and receive datatypes are sdt and rdt
  * (NULL: several), blocking or not: its accelerator framework runs gdrpipe's
  * component (or any other named cuda), through which its datatype engine
- * and nonblocking collectives copy device memory, whatever the datatypes */
+ * and nonblocking collectives copy device memory, whatever the datatypes
+ * (coll_gdrpipe_prep.c still stages datatypes with gaps: one copy per
+ * piece) */
 static inline int gpo_ompi_moves_device(const struct ompi_datatype_t *sdt,
                                         const struct ompi_datatype_t *rdt, int blocking,
                                         int derived41)

@@ -33,20 +33,32 @@ static int dev(const void *p)
  * below when Open MPI's own code moves them (coll_gdrpipe_params.h) */
 __thread int gpo_prep_in_request;
 
-static int moves_direct_41(const void *sbuf, gpo_dt_t *sdt, gpo_dt_t *rdt, int derived41)
+/* Open MPI 5's datatype engine copies each contiguous piece of a device
+ * buffer with an accelerator copy of its own: a datatype with gaps (a
+ * vector of a million doubles: a million driver calls) is staged instead,
+ * in one copy of its span. buf NULL: not significant on this rank; dt
+ * NULL: several datatypes (the w forms). */
+static int whole_pieces(const void *buf, gpo_dt_t *dt)
+{
+    return buf == NULL || buf == MPI_IN_PLACE || !gpo_is_device(buf) ||
+           (dt != NULL && gpo_dense(dt, 2));
+}
+
+/* sbuf and rbuf: the buffers significant on this rank, NULL for the others */
+static int moves_direct_41(const void *sbuf, gpo_dt_t *sdt, const void *rbuf, gpo_dt_t *rdt,
+                           int derived41)
 {
     /* Open MPI 4.1's in-place forms pack through convertors */
     const int in_place = sbuf == MPI_IN_PLACE;
-    if (in_place) {
-        sdt = rdt;
-    }
     return gpo_coll_params.device_moves != 0 &&
-           gpo_ompi_moves_device(sdt, rdt, !gpo_prep_in_request, derived41 || in_place);
+           gpo_ompi_moves_device(in_place ? rdt : sdt, rdt, !gpo_prep_in_request,
+                                 derived41 || in_place) &&
+           whole_pieces(sbuf, sdt) && whole_pieces(rbuf, rdt);
 }
 
-static int moves_direct(const void *sbuf, gpo_dt_t *sdt, gpo_dt_t *rdt)
+static int moves_direct(const void *sbuf, gpo_dt_t *sdt, const void *rbuf, gpo_dt_t *rdt)
 {
-    return moves_direct_41(sbuf, sdt, rdt, 0);
+    return moves_direct_41(sbuf, sdt, rbuf, rdt, 0);
 }
 
 unsigned long gpo_moves_handed_on;
@@ -91,7 +103,7 @@ static int put_out(gpo_stage_t *st, void **p, gpo_span_t span, int also_in)
 int gpo_prep_allgather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
                        void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     gpo_count_t n = rcount * peers(comm);
@@ -105,7 +117,7 @@ int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, 
                         gpo_comm_t *comm)
 {
     /* Open MPI 4.1's bruck and neighbour exchange: indexed types over rbuf */
-    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct_41(*sbuf, sdt, *rbuf, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
@@ -129,7 +141,7 @@ int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gp
 {
     /* Open MPI 4.1's fixed rules pick bruck (indexed types over the
      * receive buffer) for small blocks above 12 processes */
-    if (moves_direct_41(*sbuf, sdt, rdt, peers(comm) > 12)) {
+    if (moves_direct_41(*sbuf, sdt, *rbuf, rdt, peers(comm) > 12)) {
         return handed_on(dev(*sbuf) || dev(*rbuf));
     }
     int sd = dev(*sbuf), rd = dev(*rbuf);
@@ -145,7 +157,7 @@ int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
                        gpo_displs_t sdispls, gpo_dt_t *sdt, void **rbuf, gpo_counts_t rcounts,
                        gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int p = peers(comm);
@@ -159,7 +171,7 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
                        gpo_counts_t rcounts, gpo_displs_t rdispls, gpo_dt_t *const *rdts,
                        gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, NULL, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, NULL, *rbuf, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int p = peers(comm);
@@ -175,7 +187,7 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
 int gpo_prep_bcast(gpo_stage_t *st, void **buf, gpo_count_t count, gpo_dt_t *dt, int root,
                    gpo_comm_t *comm)
 {
-    if (moves_direct(NULL, dt, dt)) return handed_on(dev(*buf));
+    if (moves_direct(NULL, dt, *buf, dt)) return handed_on(dev(*buf));
     int r = role(comm, root);
     if (r == ROLE_NONE || gpo_dense(dt, count) || !dev(*buf)) return 0;
     /* receivers copy in too: the datatype's gaps */
@@ -186,12 +198,14 @@ int gpo_prep_bcast(gpo_stage_t *st, void **buf, gpo_count_t count, gpo_dt_t *dt,
 int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
                     void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
-    /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
-    int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
-    int rd = r == ROLE_ROOT ? dev(*rbuf) : 0;
+    const void *sig_s = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *sbuf : NULL;
+    const void *sig_r = r == ROLE_ROOT ? *rbuf : NULL;
+    /* Open MPI 4.1's binomial trees unpack through convertors */
+    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    int sd = sig_s != NULL ? dev(sig_s) : 0;
+    int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
     gpo_count_t n = rcount * peers(comm);
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
@@ -203,12 +217,14 @@ int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo
                      void **rbuf, gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                      int root, gpo_comm_t *comm)
 {
-    /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
-    int sd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*sbuf) : 0;
-    int rd = r == ROLE_ROOT ? dev(*rbuf) : 0;
+    const void *sig_s = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *sbuf : NULL;
+    const void *sig_r = r == ROLE_ROOT ? *rbuf : NULL;
+    /* Open MPI 4.1's binomial trees unpack through convertors */
+    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    int sd = sig_s != NULL ? dev(sig_s) : 0;
+    int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
     if (rd) TRY(put_out(st, rbuf, gpo_span_v(rdt, rcounts, displs, peers(comm)), 1));
@@ -266,12 +282,14 @@ int gpo_prep_reduce_scatter_block(gpo_stage_t *st, const void **sbuf, void **rbu
 int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
                      void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
-    /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
-    int sd = r == ROLE_ROOT ? dev(*sbuf) : 0;
-    int rd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*rbuf) : 0;
+    const void *sig_s = r == ROLE_ROOT ? *sbuf : NULL;
+    const void *sig_r = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *rbuf : NULL;
+    /* Open MPI 4.1's binomial trees unpack through convertors */
+    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    int sd = sig_s != NULL ? dev(sig_s) : 0;
+    int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount * peers(comm))));
     if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, rcount), !gpo_dense(rdt, rcount)));
@@ -282,12 +300,14 @@ int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
                       gpo_displs_t displs, gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount,
                       gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
-    /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(*sbuf, sdt, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int r = role(comm, root);
     int inter = OMPI_COMM_IS_INTER(comm);
-    int sd = r == ROLE_ROOT ? dev(*sbuf) : 0;
-    int rd = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? dev(*rbuf) : 0;
+    const void *sig_s = r == ROLE_ROOT ? *sbuf : NULL;
+    const void *sig_r = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *rbuf : NULL;
+    /* Open MPI 4.1's binomial trees unpack through convertors */
+    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    int sd = sig_s != NULL ? dev(sig_s) : 0;
+    int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span_v(sdt, scounts, displs, peers(comm))));
     if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, rcount), !gpo_dense(rdt, rcount)));
@@ -315,7 +335,7 @@ int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, gpo_count_t 
                                 gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -328,7 +348,7 @@ int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t
                                  gpo_dt_t *sdt, void **rbuf, gpo_counts_t rcounts,
                                  gpo_displs_t displs, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -341,7 +361,7 @@ int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, gpo_count_t s
                                gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -355,7 +375,7 @@ int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, gpo_counts_t
                                 gpo_counts_t rcounts, gpo_displs_t rdispls, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -369,7 +389,7 @@ int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t
                                 gpo_counts_t rcounts, gpo_adispls_t rdispls,
                                 gpo_dt_t *const *rdts, gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, NULL, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, NULL, *rbuf, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));

@@ -35,6 +35,20 @@ static int parse_sizes(const char *s, int *sizes, int max)
     return n;
 }
 
+/* one line on stderr per finished step, from rank 0, with the time since
+ * MPI_Init: where a run that is stopped from outside had got to */
+static void progress(int rank, const char *what, int n)
+{
+    static double t0 = -1;
+    if (t0 < 0) {
+        t0 = MPI_Wtime();
+    }
+    if (rank == 0) {
+        fprintf(stderr, "coll_verify: %s, %d elements: done at %.1f s\n", what, n,
+                MPI_Wtime() - t0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int sizes[16] = {1, 100, 4096}, nsizes = 3, p2p = 1, coll = 1, expect_cs = -1, mixed = 0;
@@ -75,6 +89,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     long fails = 0;
+    progress(-1, NULL, 0);
     if (expect_cs >= 0 && MPIX_Query_cuda_support() != expect_cs) {
         fprintf(stderr, "coll_verify: rank %d: MPIX_Query_cuda_support() = %d, expected %d\n",
                 rank, MPIX_Query_cuda_support(), expect_cs);
@@ -90,6 +105,7 @@ int main(int argc, char **argv)
     for (int c = 0; coll && c < 3; c++) {
         for (int s = 0; s < nsizes; s++) {
             long f = cc_run_all(comms[c], sizes[s]) + cc_persistent(comms[c], sizes[s]);
+            progress(rank, names[c], sizes[s]);
             if (f != 0) {
                 fprintf(stderr, "coll_verify: rank %d: %ld failed checks on %s, %d elements\n",
                         rank, f, names[c], sizes[s]);
@@ -99,6 +115,7 @@ int main(int argc, char **argv)
     }
     for (int s = 0; coll && s < nsizes; s++) {
         long f = cc_run_inter(sizes[s]);
+        progress(rank, "intercommunicator", sizes[s]);
         if (f != 0) {
             fprintf(stderr, "coll_verify: rank %d: %ld failed checks on the intercommunicator, "
                             "%d elements\n", rank, f, sizes[s]);
@@ -108,6 +125,7 @@ int main(int argc, char **argv)
     if (p2p) {
         for (int s = 0; s < nsizes; s++) {
             fails += cc_p2p_vector(MPI_COMM_WORLD, sizes[s]);
+            progress(rank, "point-to-point", sizes[s]);
         }
     }
     long total = 0;
