@@ -16,6 +16,14 @@
 //           memory; and the window's GB/s including the wait
 //   staged: A copies device->host into a pinned shared ring, B copies
 //           host->device out of it; GB/s
+//   handover (--handover): A and B take turns, each turn one kind of copy
+//           of 8 bytes on its own GPU context: what a turn costs when the
+//           other process's context used the GPU last, per pair of kinds
+//           (pull: from the peer's buffer through IPC; local: within its own
+//           memory; dtoh/htod: to/from pinned host memory; bounce: the
+//           peer's buffer to pinned host memory, then to its own; pdtoh/
+//           phtod: the synchronous copy to/from pageable memory; memset: a
+//           memset of its own memory; none: no GPU work)
 //
 // Only the CUDA driver (dlopen'ed: $UCX_GDRPIPE_CUDA_LIB or libcuda.so.1).
 #include <cuda.h>
@@ -54,7 +62,8 @@ bool load() {
 #define FN(name, sym)                                                                    \
     cu.name = reinterpret_cast<decltype(&::name)>(dlsym(h, sym));                        \
     if (cu.name == nullptr && std::strcmp(sym, "cuStreamWriteValue64_v2") != 0 &&         \
-        std::strcmp(sym, "cuMemcpyBatchAsync_v2") != 0) {                                \
+        std::strcmp(sym, "cuMemcpyBatchAsync_v2") != 0 &&                                \
+        std::strcmp(sym, "cuMemsetD8Async") != 0) {                                      \
         std::fprintf(stderr, "physref: %s missing\n", sym);                             \
         ok = false;                                                                      \
     }
@@ -240,6 +249,7 @@ int run_single(int iters) {
 // ---- two processes ---------------------------------------------------------
 constexpr size_t kBufBytes = size_t(256) << 20;
 bool submit_only = false; // --submit
+bool handover_only = false; // --handover
 constexpr size_t kRingChunk = size_t(2) << 20;
 constexpr unsigned kRingDepth = 4;
 
@@ -250,6 +260,8 @@ struct Side {
     CUdeviceptr buf = 0;   // own buffer (pulled by the peer)
     CUdeviceptr dst = 0;   // own destination of pulls
     CUdeviceptr peer = 0;  // peer's buffer, imported
+    CUdeviceptr host = 0;  // pinned host memory of this process
+    char pageable[64]{};   // and pageable
     uint64_t gen = 0;
 };
 
@@ -491,6 +503,91 @@ void submit(Side &s) {
     for (auto &e : ev) cu.cuEventDestroy(e);
 }
 
+// One turn's copy of the handover test, waited for.
+enum class Kind { none, pull, local, dtoh, htod, bounce, pdtoh, phtod, memset };
+const char *kind_name(Kind k) {
+    switch (k) {
+    case Kind::none: return "none";
+    case Kind::pull: return "pull";
+    case Kind::local: return "local";
+    case Kind::dtoh: return "dtoh";
+    case Kind::htod: return "htod";
+    case Kind::bounce: return "bounce";
+    case Kind::pdtoh: return "pdtoh";
+    case Kind::phtod: return "phtod";
+    case Kind::memset: return "memset";
+    }
+    return "?";
+}
+
+void turn_copy(Side &s, Kind k, size_t n) {
+    CUstream st = s.c.streams[0];
+    switch (k) {
+    case Kind::none: return;
+    case Kind::pull: CK(cu.cuMemcpyAsync(s.dst, s.peer, n, st)); break;
+    case Kind::local: CK(cu.cuMemcpyAsync(s.dst, s.buf, n, st)); break;
+    case Kind::dtoh: CK(cu.cuMemcpyAsync(s.host, s.buf, n, st)); break;
+    case Kind::htod: CK(cu.cuMemcpyAsync(s.dst, s.host, n, st)); break;
+    case Kind::bounce:
+        CK(cu.cuMemcpyAsync(s.host, s.peer, n, st));
+        CK(cu.cuMemcpyAsync(s.dst, s.host, n, st));
+        break;
+    case Kind::pdtoh:
+        CK(cu.cuMemcpy(reinterpret_cast<CUdeviceptr>(s.pageable), s.buf, n));
+        return;
+    case Kind::phtod:
+        CK(cu.cuMemcpy(s.dst, reinterpret_cast<CUdeviceptr>(s.pageable), n));
+        CK(cu.cuStreamSynchronize(CU_STREAM_LEGACY)); // (see timed_copy)
+        return;
+    case Kind::memset: CK(cu.cuMemsetD8Async(s.dst, 0, n, st)); break;
+    }
+    CK(cu.cuStreamSynchronize(st));
+}
+
+void handover(Side &s, int iters) {
+    const Kind a_kinds[] = {Kind::pull, Kind::local, Kind::dtoh, Kind::htod, Kind::phtod,
+                            Kind::memset};
+    const Kind b_kinds[] = {Kind::none, Kind::pull, Kind::local, Kind::dtoh, Kind::htod,
+                            Kind::bounce, Kind::pdtoh, Kind::phtod, Kind::memset};
+    constexpr size_t n = 8;
+    if (s.me == 0)
+        std::printf("# handover: A and B take turns, one copy of %zu B each; us per round "
+                    "(median of %d)\n%8s %8s %10s\n",
+                    n, iters, "A", "B", "round");
+    for (Kind a : a_kinds) {
+        for (Kind b : b_kinds) {
+            // (a driver without the asynchronous memset: not measured)
+            if ((a == Kind::memset || b == Kind::memset) && cu.cuMemsetD8Async == nullptr)
+                continue;
+            barrier(s.sh, s.me, s.gen);
+            std::vector<double> rt;
+            const uint64_t base = s.sh->turn.load();
+            barrier(s.sh, s.me, s.gen);
+            for (int i = 0; i < iters + 20; ++i) {
+                const uint64_t mine = base + 2 * uint64_t(i) + uint64_t(s.me);
+                auto t0 = Clock::now();
+                while (s.sh->turn.load(std::memory_order_acquire) != mine) {
+                }
+                turn_copy(s, s.me == 0 ? a : b, n);
+                s.sh->turn.store(mine + 1, std::memory_order_release);
+                if (s.me == 0) {
+                    while (s.sh->turn.load(std::memory_order_acquire) != mine + 2) {
+                    }
+                    if (i >= 20) rt.push_back(us_since(t0));
+                }
+            }
+            if (s.me == 1) {
+                while (s.sh->turn.load(std::memory_order_acquire) !=
+                       base + 2 * uint64_t(iters + 20)) {
+                }
+            }
+            if (s.me == 0)
+                std::printf("%8s %8s %10.2f\n", kind_name(a), kind_name(b), median(rt));
+            std::fflush(stdout);
+        }
+    }
+}
+
 int run_side(int me, Shared *sh, char *ring, int iters) {
     CK(cu.cuInit(0));
     Side s;
@@ -509,8 +606,13 @@ int run_side(int me, Shared *sh, char *ring, int iters) {
     while (sh->ready[1 - me].load() == 0) {
     }
     CK(cu.cuIpcOpenMemHandle(&s.peer, sh->handle[1 - me], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    void *host = nullptr;
+    CK(cu.cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_PORTABLE));
+    s.host = reinterpret_cast<CUdeviceptr>(host);
     if (submit_only) {
         submit(s);
+    } else if (handover_only) {
+        handover(s, iters);
     } else {
         pingpong(s, iters);
         bandwidth(s);
@@ -519,6 +621,7 @@ int run_side(int me, Shared *sh, char *ring, int iters) {
     }
     barrier(sh, me, s.gen);
     CK(cu.cuIpcCloseMemHandle(s.peer));
+    cu.cuMemFreeHost(host);
     cu.cuMemHostUnregister(ring);
     return 0;
 }
@@ -534,8 +637,9 @@ int main(int argc, char **argv) {
         else if (a == "--single") pair = false;
         else if (a == "--pair") single = false;
         else if (a == "--submit") single = false, submit_only = true;
+        else if (a == "--handover") single = false, handover_only = true;
         else {
-            std::fprintf(stderr, "usage: %s [-i ITERS] [--single|--pair|--submit]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [-i ITERS] [--single|--pair|--submit|--handover]\n", argv[0]);
             return 2;
         }
     }
