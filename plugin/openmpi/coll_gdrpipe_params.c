@@ -13,6 +13,11 @@ gpo_coll_params_t gpo_coll_params = {
     .verbose = 0,
     .device_reduce = 2,
     .device_moves = 1,
+    /* where handing on measured faster than staging (bench/RESULTS.md:
+     * two ranks on one H100, Open MPI 4.1.6 and 5.0.7): alltoall(v),
+     * allgather and scatter from 2 MiB blocks, gather from 32 KiB */
+    .device_moves_min = (size_t)2 << 20,
+    .device_moves_min_gather = (size_t)32 << 10,
 };
 
 int gpo_coll_report_counters(void)
@@ -52,5 +57,16 @@ int gpo_coll_params_register(const mca_base_component_t *component)
         "memory. Open MPI 4.1 always stages",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &gpo_coll_params.device_moves);
+    (void)mca_base_component_var_register(component,
+        "device_moves_min", "With device_moves 1: hand a data-moving collective's device "
+        "buffers on only when the largest block a process sends or receives (one peer's "
+        "part) has at least this many bytes; smaller ones are staged (bcast: always handed "
+        "on; gather and gatherv: device_moves_min_gather)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &gpo_coll_params.device_moves_min);
+    (void)mca_base_component_var_register(component,
+        "device_moves_min_gather", "device_moves_min of gather and gatherv",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &gpo_coll_params.device_moves_min_gather);
     return OMPI_SUCCESS;
 }

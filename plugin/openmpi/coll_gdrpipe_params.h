@@ -16,6 +16,9 @@ typedef struct gpo_coll_params {
                         * device buffers to the modules below where Open MPI's
                         * own code moves them (Open MPI 5 with accelerator/cuda):
                         * 0 stage them instead, 1 hand them on */
+    size_t device_moves_min;        /* ... from blocks of this many bytes (the
+                                     * largest one a process sends or receives) */
+    size_t device_moves_min_gather; /* ... for gather and gatherv */
 } gpo_coll_params_t;
 
 extern gpo_coll_params_t gpo_coll_params;

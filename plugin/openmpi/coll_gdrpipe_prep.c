@@ -44,21 +44,50 @@ static int whole_pieces(const void *buf, gpo_dt_t *dt)
            (dt != NULL && gpo_dense(dt, 2));
 }
 
-/* sbuf and rbuf: the buffers significant on this rank, NULL for the others */
+/* sbuf and rbuf: the buffers significant on this rank, NULL for the others;
+ * block: the largest block in bytes this process sends or receives (one
+ * peer's part), min: the size from which handing on measured faster than
+ * staging (coll_gdrpipe_params.h) */
 static int moves_direct_41(const void *sbuf, gpo_dt_t *sdt, const void *rbuf, gpo_dt_t *rdt,
-                           int derived41)
+                           int derived41, size_t block, size_t min)
 {
     /* Open MPI 4.1's in-place forms pack through convertors */
     const int in_place = sbuf == MPI_IN_PLACE;
-    return gpo_coll_params.device_moves != 0 &&
+    return gpo_coll_params.device_moves != 0 && block >= min &&
            gpo_ompi_moves_device(in_place ? rdt : sdt, rdt, !gpo_prep_in_request,
                                  derived41 || in_place) &&
            whole_pieces(sbuf, sdt) && whole_pieces(rbuf, rdt);
 }
 
-static int moves_direct(const void *sbuf, gpo_dt_t *sdt, const void *rbuf, gpo_dt_t *rdt)
+static int moves_direct(const void *sbuf, gpo_dt_t *sdt, const void *rbuf, gpo_dt_t *rdt,
+                        size_t block)
 {
-    return moves_direct_41(sbuf, sdt, rbuf, rdt, 0);
+    return moves_direct_41(sbuf, sdt, rbuf, rdt, 0, block, gpo_coll_params.device_moves_min);
+}
+
+/* bytes of n elements of dt */
+static size_t bytes(gpo_dt_t *dt, gpo_count_t n)
+{
+    size_t size = 0;
+    ompi_datatype_type_size(dt, &size);
+    return size * (size_t)n;
+}
+
+/* the largest of n peers' counts of dt, in bytes */
+static size_t max_bytes(gpo_dt_t *dt, gpo_counts_t counts, int n)
+{
+    gpo_count_t most = 0;
+    for (int i = 0; i < n; i++) {
+        if (GPO_COUNT_AT(counts, i) > most) {
+            most = GPO_COUNT_AT(counts, i);
+        }
+    }
+    return bytes(dt, most);
+}
+
+static size_t larger(size_t a, size_t b)
+{
+    return a > b ? a : b;
 }
 
 unsigned long gpo_moves_handed_on;
@@ -103,7 +132,9 @@ static int put_out(gpo_stage_t *st, void **p, gpo_span_t span, int also_in)
 int gpo_prep_allgather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
                        void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt, bytes(rdt, rcount))) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     gpo_count_t n = rcount * peers(comm);
@@ -117,7 +148,10 @@ int gpo_prep_allgatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, 
                         gpo_comm_t *comm)
 {
     /* Open MPI 4.1's bruck and neighbour exchange: indexed types over rbuf */
-    if (moves_direct_41(*sbuf, sdt, *rbuf, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct_41(*sbuf, sdt, *rbuf, rdt, 1, max_bytes(rdt, rcounts, peers(comm)),
+                        gpo_coll_params.device_moves_min)) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
@@ -141,7 +175,8 @@ int gpo_prep_alltoall(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gp
 {
     /* Open MPI 4.1's fixed rules pick bruck (indexed types over the
      * receive buffer) for small blocks above 12 processes */
-    if (moves_direct_41(*sbuf, sdt, *rbuf, rdt, peers(comm) > 12)) {
+    if (moves_direct_41(*sbuf, sdt, *rbuf, rdt, peers(comm) > 12, bytes(rdt, rcount),
+                        gpo_coll_params.device_moves_min)) {
         return handed_on(dev(*sbuf) || dev(*rbuf));
     }
     int sd = dev(*sbuf), rd = dev(*rbuf);
@@ -157,10 +192,12 @@ int gpo_prep_alltoallv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
                        gpo_displs_t sdispls, gpo_dt_t *sdt, void **rbuf, gpo_counts_t rcounts,
                        gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    int p = peers(comm);
+    size_t block = max_bytes(rdt, rcounts, p);
+    if (*sbuf != MPI_IN_PLACE) block = larger(block, max_bytes(sdt, scounts, p));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt, block)) return handed_on(dev(*sbuf) || dev(*rbuf));
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
-    int p = peers(comm);
     if (sd) TRY(put_in(st, sbuf, gpo_span_v(sdt, scounts, sdispls, p)));
     if (rd) TRY(put_out(st, rbuf, gpo_span_v(rdt, rcounts, rdispls, p), 1));
     return 1;
@@ -171,7 +208,11 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
                        gpo_counts_t rcounts, gpo_displs_t rdispls, gpo_dt_t *const *rdts,
                        gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, NULL, *rbuf, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    /* (several datatypes: staged where Open MPI 4.1 or 5 would have to
+     * read them) */
+    if (moves_direct(*sbuf, NULL, *rbuf, NULL, SIZE_MAX)) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = dev(*sbuf), rd = dev(*rbuf);
     if (!sd && !rd) return 0;
     int p = peers(comm);
@@ -187,7 +228,8 @@ int gpo_prep_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
 int gpo_prep_bcast(gpo_stage_t *st, void **buf, gpo_count_t count, gpo_dt_t *dt, int root,
                    gpo_comm_t *comm)
 {
-    if (moves_direct(NULL, dt, *buf, dt)) return handed_on(dev(*buf));
+    /* (by point-to-point only: handed on at every size) */
+    if (moves_direct(NULL, dt, *buf, dt, SIZE_MAX)) return handed_on(dev(*buf));
     int r = role(comm, root);
     if (r == ROLE_NONE || gpo_dense(dt, count) || !dev(*buf)) return 0;
     /* receivers copy in too: the datatype's gaps */
@@ -202,8 +244,13 @@ int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_
     int inter = OMPI_COMM_IS_INTER(comm);
     const void *sig_s = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *sbuf : NULL;
     const void *sig_r = r == ROLE_ROOT ? *rbuf : NULL;
+    size_t block = r == ROLE_ROOT ? bytes(rdt, rcount)
+                   : r == ROLE_LEAF ? bytes(sdt, scount) : 0;
     /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1, block,
+                        gpo_coll_params.device_moves_min_gather)) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = sig_s != NULL ? dev(sig_s) : 0;
     int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
@@ -221,8 +268,13 @@ int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo
     int inter = OMPI_COMM_IS_INTER(comm);
     const void *sig_s = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *sbuf : NULL;
     const void *sig_r = r == ROLE_ROOT ? *rbuf : NULL;
+    size_t block = r == ROLE_ROOT ? max_bytes(rdt, rcounts, peers(comm))
+                   : r == ROLE_LEAF ? bytes(sdt, scount) : 0;
     /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1, block,
+                        gpo_coll_params.device_moves_min_gather)) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = sig_s != NULL ? dev(sig_s) : 0;
     int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
@@ -286,8 +338,12 @@ int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo
     int inter = OMPI_COMM_IS_INTER(comm);
     const void *sig_s = r == ROLE_ROOT ? *sbuf : NULL;
     const void *sig_r = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *rbuf : NULL;
+    size_t block = r == ROLE_ROOT ? bytes(sdt, scount)
+                   : r == ROLE_LEAF ? bytes(rdt, rcount) : 0;
     /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1, block, gpo_coll_params.device_moves_min)) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = sig_s != NULL ? dev(sig_s) : 0;
     int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
@@ -304,8 +360,12 @@ int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
     int inter = OMPI_COMM_IS_INTER(comm);
     const void *sig_s = r == ROLE_ROOT ? *sbuf : NULL;
     const void *sig_r = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *rbuf : NULL;
+    size_t block = r == ROLE_ROOT ? max_bytes(sdt, scounts, peers(comm))
+                   : r == ROLE_LEAF ? bytes(rdt, rcount) : 0;
     /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1, block, gpo_coll_params.device_moves_min)) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = sig_s != NULL ? dev(sig_s) : 0;
     int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
@@ -335,7 +395,9 @@ int gpo_prep_neighbor_allgather(gpo_stage_t *st, const void **sbuf, gpo_count_t 
                                 gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt, bytes(sdt, scount))) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -348,7 +410,9 @@ int gpo_prep_neighbor_allgatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t
                                  gpo_dt_t *sdt, void **rbuf, gpo_counts_t rcounts,
                                  gpo_displs_t displs, gpo_dt_t *rdt, gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt, bytes(sdt, scount))) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -361,7 +425,9 @@ int gpo_prep_neighbor_alltoall(gpo_stage_t *st, const void **sbuf, gpo_count_t s
                                gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt,
                                gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt, bytes(sdt, scount))) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));
@@ -375,10 +441,12 @@ int gpo_prep_neighbor_alltoallv(gpo_stage_t *st, const void **sbuf, gpo_counts_t
                                 gpo_counts_t rcounts, gpo_displs_t rdispls, gpo_dt_t *rdt,
                                 gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, sdt, *rbuf, rdt)) return handed_on(dev(*sbuf) || dev(*rbuf));
-    int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
-    if (!sd && !rd) return 0;
+    int in, out;
     TRY(degrees(comm, &in, &out));
+    size_t block = larger(max_bytes(sdt, scounts, out), max_bytes(rdt, rcounts, in));
+    if (moves_direct(*sbuf, sdt, *rbuf, rdt, block)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    int sd = dev(*sbuf), rd = dev(*rbuf);
+    if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span_v(sdt, scounts, sdispls, out)));
     if (rd) TRY(put_out(st, rbuf, gpo_span_v(rdt, rcounts, rdispls, in), 1));
     return 1;
@@ -389,7 +457,9 @@ int gpo_prep_neighbor_alltoallw(gpo_stage_t *st, const void **sbuf, gpo_counts_t
                                 gpo_counts_t rcounts, gpo_adispls_t rdispls,
                                 gpo_dt_t *const *rdts, gpo_comm_t *comm)
 {
-    if (moves_direct(*sbuf, NULL, *rbuf, NULL)) return handed_on(dev(*sbuf) || dev(*rbuf));
+    if (moves_direct(*sbuf, NULL, *rbuf, NULL, SIZE_MAX)) {
+        return handed_on(dev(*sbuf) || dev(*rbuf));
+    }
     int sd = dev(*sbuf), rd = dev(*rbuf), in, out;
     if (!sd && !rd) return 0;
     TRY(degrees(comm, &in, &out));

@@ -4,9 +4,11 @@
  * Which way coll/gdrpipe moved them is read from its counters by
  * expect-path.sh: buffers with gaps must be staged (on Open MPI 5 the
  * datatype engine would copy each double with a driver call of its own),
- * contiguous ones handed to Open MPI's algorithms.
+ * contiguous ones handed to Open MPI's algorithms (the broadcast at every
+ * size, the allgather from coll_gdrpipe_device_moves_min bytes a block).
+ * --only bcast|allgather runs one of them.
  *
- * usage: coll_layout [--gaps] [-n N] */
+ * usage: coll_layout [--gaps] [-n N] [--only bcast|allgather] */
 #include "coll_check.h"
 
 #include <mpi.h>
@@ -16,14 +18,18 @@
 
 int main(int argc, char **argv)
 {
-    int gaps = 0, n = 4096;
+    int gaps = 0, n = 4096, bcast = 1, allgather = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--gaps")) {
             gaps = 1;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc &&
+                   (!strcmp(argv[i + 1], "bcast") || !strcmp(argv[i + 1], "allgather"))) {
+            bcast = !strcmp(argv[++i], "bcast");
+            allgather = !bcast;
         } else if (!strcmp(argv[i], "-n") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
             n = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: coll_layout [--gaps] [-n N]\n");
+            fprintf(stderr, "usage: coll_layout [--gaps] [-n N] [--only bcast|allgather]\n");
             return 2;
         }
     }
@@ -52,10 +58,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < span; i++) {
         want[i] = (!gaps || i % 2 == 0) ? cc_val(root, (long)i) : CC_SENTINEL;
     }
-    double *b = rank == root ? cc_dup(want, span) : cc_sentinels(span);
-    MPI_Bcast(b, 1, t, root, MPI_COMM_WORLD);
-    fails += cc_check(gaps ? "bcast(gaps)" : "bcast", n, b, want, span);
-    cc_free(b);
+    if (bcast) {
+        double *b = rank == root ? cc_dup(want, span) : cc_sentinels(span);
+        MPI_Bcast(b, 1, t, root, MPI_COMM_WORLD);
+        fails += cc_check(gaps ? "bcast(gaps)" : "bcast", n, b, want, span);
+        cc_free(b);
+    }
 
     /* allgather: block r of the result from rank r; the resized type
      * places the blocks one span apart */
@@ -68,12 +76,15 @@ int main(int argc, char **argv)
             all[(size_t)r * span + i] = (!gaps || i % 2 == 0) ? cc_val(r, (long)i) : CC_SENTINEL;
         }
     }
-    double *s = cc_dup(all + (size_t)rank * span, span);
-    double *r = cc_sentinels(span * (size_t)size);
-    MPI_Allgather(s, 1, t, r, 1, gaps ? rt : t, MPI_COMM_WORLD);
-    fails += cc_check(gaps ? "allgather(gaps)" : "allgather", n, r, all, span * (size_t)size);
-    cc_free(s);
-    cc_free(r);
+    if (allgather) {
+        double *s = cc_dup(all + (size_t)rank * span, span);
+        double *r = cc_sentinels(span * (size_t)size);
+        MPI_Allgather(s, 1, t, r, 1, gaps ? rt : t, MPI_COMM_WORLD);
+        fails += cc_check(gaps ? "allgather(gaps)" : "allgather", n, r, all,
+                          span * (size_t)size);
+        cc_free(s);
+        cc_free(r);
+    }
 
     long total = 0;
     MPI_Allreduce(&fails, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
