@@ -40,6 +40,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -544,48 +545,73 @@ void turn_copy(Side &s, Kind k, size_t n) {
     CK(cu.cuStreamSynchronize(st));
 }
 
+using Turn = std::vector<Kind>;
+
+std::string turn_name(const Turn &t) {
+    std::string n;
+    for (Kind k : t) n += (n.empty() ? "" : "+") + std::string(kind_name(k));
+    return n;
+}
+
+// the median round of A doing turn a and B turn b, alternately; -1 when a
+// copy kind is missing from the driver
+double handover_round(Side &s, const Turn &a, const Turn &b, size_t n, int iters) {
+    for (const Turn *t : {&a, &b})
+        for (Kind k : *t)
+            if (k == Kind::memset && cu.cuMemsetD8Async == nullptr) return -1;
+    barrier(s.sh, s.me, s.gen);
+    std::vector<double> rt;
+    const uint64_t base = s.sh->turn.load();
+    barrier(s.sh, s.me, s.gen);
+    for (int i = 0; i < iters + 20; ++i) {
+        const uint64_t mine = base + 2 * uint64_t(i) + uint64_t(s.me);
+        auto t0 = Clock::now();
+        while (s.sh->turn.load(std::memory_order_acquire) != mine) {
+        }
+        for (Kind k : s.me == 0 ? a : b) turn_copy(s, k, n);
+        s.sh->turn.store(mine + 1, std::memory_order_release);
+        if (s.me == 0) {
+            while (s.sh->turn.load(std::memory_order_acquire) != mine + 2) {
+            }
+            if (i >= 20) rt.push_back(us_since(t0));
+        }
+    }
+    if (s.me == 1) {
+        while (s.sh->turn.load(std::memory_order_acquire) != base + 2 * uint64_t(iters + 20)) {
+        }
+    }
+    return median(rt);
+}
+
 void handover(Side &s, int iters) {
     const Kind a_kinds[] = {Kind::pull, Kind::local, Kind::dtoh, Kind::htod, Kind::phtod,
                             Kind::memset};
     const Kind b_kinds[] = {Kind::none, Kind::pull, Kind::local, Kind::dtoh, Kind::htod,
                             Kind::bounce, Kind::pdtoh, Kind::phtod, Kind::memset};
+    // turns of several copies: a window's pulls then a packed acknowledgement
+    // against its unpacking; packed messages both ways
+    const std::pair<Turn, Turn> seqs[] = {
+        {{Kind::pull, Kind::dtoh}, {Kind::htod}},
+        {{Kind::pull, Kind::pdtoh}, {Kind::phtod}},
+        {{Kind::pull, Kind::dtoh}, {Kind::pull}},
+        {{Kind::htod, Kind::dtoh}, {Kind::htod, Kind::dtoh}},
+        {{Kind::phtod, Kind::pdtoh}, {Kind::phtod, Kind::pdtoh}},
+        {{Kind::pull, Kind::dtoh}, {Kind::bounce}},
+    };
     constexpr size_t n = 8;
     if (s.me == 0)
-        std::printf("# handover: A and B take turns, one copy of %zu B each; us per round "
-                    "(median of %d)\n%8s %8s %10s\n",
+        std::printf("# handover: A and B take turns, each a copy of %zu B (or several); us per "
+                    "round (median of %d)\n%12s %12s %10s\n",
                     n, iters, "A", "B", "round");
-    for (Kind a : a_kinds) {
-        for (Kind b : b_kinds) {
-            // (a driver without the asynchronous memset: not measured)
-            if ((a == Kind::memset || b == Kind::memset) && cu.cuMemsetD8Async == nullptr)
-                continue;
-            barrier(s.sh, s.me, s.gen);
-            std::vector<double> rt;
-            const uint64_t base = s.sh->turn.load();
-            barrier(s.sh, s.me, s.gen);
-            for (int i = 0; i < iters + 20; ++i) {
-                const uint64_t mine = base + 2 * uint64_t(i) + uint64_t(s.me);
-                auto t0 = Clock::now();
-                while (s.sh->turn.load(std::memory_order_acquire) != mine) {
-                }
-                turn_copy(s, s.me == 0 ? a : b, n);
-                s.sh->turn.store(mine + 1, std::memory_order_release);
-                if (s.me == 0) {
-                    while (s.sh->turn.load(std::memory_order_acquire) != mine + 2) {
-                    }
-                    if (i >= 20) rt.push_back(us_since(t0));
-                }
-            }
-            if (s.me == 1) {
-                while (s.sh->turn.load(std::memory_order_acquire) !=
-                       base + 2 * uint64_t(iters + 20)) {
-                }
-            }
-            if (s.me == 0)
-                std::printf("%8s %8s %10.2f\n", kind_name(a), kind_name(b), median(rt));
-            std::fflush(stdout);
-        }
-    }
+    auto report = [&](const Turn &a, const Turn &b) {
+        const double r = handover_round(s, a, b, n, iters);
+        if (s.me == 0 && r >= 0)
+            std::printf("%12s %12s %10.2f\n", turn_name(a).c_str(), turn_name(b).c_str(), r);
+        std::fflush(stdout);
+    };
+    for (Kind a : a_kinds)
+        for (Kind b : b_kinds) report(Turn{a}, Turn{b});
+    for (const auto &ab : seqs) report(ab.first, ab.second);
 }
 
 int run_side(int me, Shared *sh, char *ring, int iters) {
