@@ -17,7 +17,7 @@
 #   PARTS      what to run (default "verify p2p"): verify (mpi_verify, ucp_verify,
 #              gdrpipe_bw v2/v1), p2p (the OSU point-to-point benchmarks), coll
 #              (coll_verify with device and mixed buffers on 2 and 4 ranks,
-#              accel_verify where built, then the OSU collectives of COLL_BENCHES
+#              rma_device and accel_verify where built, then the OSU collectives of COLL_BENCHES
 #              with -d cuda, the data-moving ones with coll_gdrpipe_device_moves
 #              1 and 0, COLL_REPS runs each (2), medians; COLL_ARGS their
 #              arguments, default "-m 4:4194304 -i 50")
@@ -74,6 +74,13 @@ if has coll; then
         --no-p2p --expect-cuda-support 1 && tail -1 "$OUT/coll-verify-4.log"
     step coll-verify-mixed-4 300 "${RUN4[@]}" "$CV" -d mixed --sizes 1,4096,70000 \
         --expect-cuda-support 1 && tail -1 "$OUT/coll-verify-mixed-4.log"
+    if [ -x "$B/test/integration/rma_device" ]; then
+        # one-sided: Open MPI 5's osc ucx moves device windows
+        rma=()
+        mpirun --version 2>&1 | grep -q 'Open MPI) [5-9]' && rma=(--device-windows)
+        step rma-device 120 "${RUN[@]}" "$B/test/integration/rma_device" "${rma[@]}" &&
+            tail -1 "$OUT/rma-device.log"
+    fi
     if [ -x "$B/test/integration/accel_verify" ]; then
         step accel-verify 120 "${RUN[@]}" "$B/test/integration/accel_verify" &&
             tail -1 "$OUT/accel-verify.log"
