@@ -23,7 +23,8 @@
 //           memory; dtoh/htod: to/from pinned host memory; bounce: the
 //           peer's buffer to pinned host memory, then to its own; pdtoh/
 //           phtod: the synchronous copy to/from pageable memory; memset: a
-//           memset of its own memory; none: no GPU work)
+//           memset of its own memory; none: no GPU work), then turns of
+//           several copies, and three pairs from 1 KiB to 1 MiB
 //
 // Only the CUDA driver (dlopen'ed: $UCX_GDRPIPE_CUDA_LIB or libcuda.so.1).
 #include <cuda.h>
@@ -261,7 +262,7 @@ struct Side {
     CUdeviceptr buf = 0;   // own buffer (pulled by the peer)
     CUdeviceptr dst = 0;   // own destination of pulls
     CUdeviceptr peer = 0;  // peer's buffer, imported
-    CUdeviceptr host = 0;  // pinned host memory of this process
+    CUdeviceptr host = 0;  // pinned host memory of this process (1 MiB)
     char pageable[64]{};   // and pageable
     uint64_t gen = 0;
 };
@@ -612,6 +613,20 @@ void handover(Side &s, int iters) {
     for (Kind a : a_kinds)
         for (Kind b : b_kinds) report(Turn{a}, Turn{b});
     for (const auto &ab : seqs) report(ab.first, ab.second);
+    // whether the switch depends on the copy's size
+    const std::pair<Kind, Kind> sized[] = {{Kind::htod, Kind::htod}, {Kind::pull, Kind::pull},
+                                           {Kind::pull, Kind::htod}};
+    if (s.me == 0) std::printf("# the same by size\n%12s %12s %10s %10s\n", "A", "B", "size", "round");
+    for (const auto &ab : sized) {
+        for (size_t m : {size_t(1) << 10, size_t(8) << 10, size_t(16) << 10, size_t(64) << 10,
+                         size_t(1) << 20}) {
+            const double r = handover_round(s, Turn{ab.first}, Turn{ab.second}, m, iters);
+            if (s.me == 0)
+                std::printf("%12s %12s %10zu %10.2f\n", kind_name(ab.first), kind_name(ab.second),
+                            m, r);
+            std::fflush(stdout);
+        }
+    }
 }
 
 int run_side(int me, Shared *sh, char *ring, int iters) {
@@ -633,7 +648,7 @@ int run_side(int me, Shared *sh, char *ring, int iters) {
     }
     CK(cu.cuIpcOpenMemHandle(&s.peer, sh->handle[1 - me], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     void *host = nullptr;
-    CK(cu.cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_PORTABLE));
+    CK(cu.cuMemHostAlloc(&host, size_t(1) << 20, CU_MEMHOSTALLOC_PORTABLE));
     s.host = reinterpret_cast<CUdeviceptr>(host);
     if (submit_only) {
         submit(s);
