@@ -45,6 +45,7 @@ static const gp_companion_t companion = {
     .current_device  = gp_cuda_current_device,
     .pci_address     = gp_cuda_pci_address,
     .can_access_peer = gp_cuda_can_access_peer,
+    .copy_many       = gp_cuda_copy_many,
 };
 
 __attribute__((visibility("default")))

@@ -188,6 +188,14 @@ int gp_cuda_reduce(int device, const struct gp_reduce_args *a, char *err, size_t
 /* Waits until the legacy stream of `device` is idle (the application's
  * queued work on a buffer it hands to MPI). 0 or <0. */
 int gp_cuda_sync_device(int device);
+/* Copies d[0..n) (struct gp_copy_desc: dst, src, len; addresses in
+ * `device`'s context: its own memory or peers' mapped with gp_dev_import)
+ * on the reductions' stream, GP_COPY_BATCH_MAX copies a launch of the
+ * batched copy kernel (one copy each through the driver without it), and
+ * waits for them. 0, or <0 with err. */
+struct gp_copy_desc;
+int gp_cuda_copy_many(int device, const struct gp_copy_desc *d, size_t n, char *err,
+                      size_t errlen);
 
 /* ---- GPU data paths between processes (direct / staged) -------------- */
 /* Control messages of the data paths travel on the wire FIFO with this

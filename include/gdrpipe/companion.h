@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "gdrpipe/capi.h"
+#include "gdrpipe/cuda/copy_kernel_abi.h"
 #include "gdrpipe/cuda/reduce_abi.h"
 #include "gdrpipe/rkey.h"
 
@@ -23,7 +24,7 @@ extern "C" {
 #endif
 
 #define GP_COMPANION_SYMBOL  "gdrpipe_companion"
-#define GP_COMPANION_VERSION 3u
+#define GP_COMPANION_VERSION 4u
 
 typedef struct gp_companion {
     unsigned version;
@@ -62,6 +63,10 @@ typedef struct gp_companion {
     int (*current_device)(void);
     int (*pci_address)(int device, unsigned *domain, unsigned *bus, unsigned *dev, unsigned *fn);
     int (*can_access_peer)(int device, int peer);
+    /* version 4: the copies of data-moving collectives on the GPU
+     * (gp_cuda_copy_many) */
+    int (*copy_many)(int device, const struct gp_copy_desc *d, size_t n, char *err,
+                     size_t errlen);
 } gp_companion_t;
 
 /* NULL when the caller wants a newer version than this plugin has */

@@ -31,6 +31,14 @@ typedef struct mca_coll_gdrpipe_component_t {
 
 OMPI_MODULE_DECLSPEC extern mca_coll_gdrpipe_component_t mca_coll_gdrpipe_component;
 
+/* device_reduce / device_moves_gpu 2: qualifying calls so far, whether this
+ * rank's buffers were on the device in one since the last check, whether
+ * the communicator agrees on every call now (once set, for good) */
+typedef struct gpo_auto {
+    unsigned long calls;
+    int dev_seen, on;
+} gpo_auto_t;
+
 typedef struct mca_coll_gdrpipe_module_t {
     mca_coll_base_module_t super;
     /* the communicator's functions below this module, retained */
@@ -39,13 +47,15 @@ typedef struct mca_coll_gdrpipe_module_t {
     int all_local;
     /* reductions done on the GPU, and qualifying ones staged instead */
     unsigned long red_gpu, red_staged;
-    /* device_reduce 2: qualifying calls so far, whether this rank's buffers
-     * were on the device in one since the last check, whether the
-     * communicator agrees on every call now (once set, for good) */
-    unsigned long red_calls;
-    int red_dev_seen, red_on;
+    /* device_reduce 2: when the communicator agrees on the GPU path */
+    gpo_auto_t red_auto;
     /* the GPU path failed on this communicator (agreed): staged from now on */
     int red_failed;
+    /* the same for the data-moving collectives moved on the GPU
+     * (coll_gdrpipe_devmove.c) */
+    unsigned long mv_gpu, mv_other;
+    gpo_auto_t mv_auto;
+    int mv_failed;
 } mca_coll_gdrpipe_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_gdrpipe_module_t);

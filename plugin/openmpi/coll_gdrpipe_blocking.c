@@ -1,12 +1,17 @@
 /* Blocking collectives of the module. */
 #include "coll_gdrpipe_wrap.h"
 #include "coll_gdrpipe_funcs.h"
+#include "coll_gdrpipe_devmove.h"
 #include "coll_gdrpipe_devreduce.h"
 
 int mca_coll_gdrpipe_allgather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
                                gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                                mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devmove_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(allgather, gpo_prep_allgather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
@@ -36,6 +41,10 @@ int mca_coll_gdrpipe_alltoall(const void *sbuf, gpo_count_t scount, gpo_dt_t *sd
                               gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                               mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devmove_alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(alltoall, gpo_prep_alltoall(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }

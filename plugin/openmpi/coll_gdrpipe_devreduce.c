@@ -28,6 +28,7 @@
  *     launcher's success fails the call (MPI_ERR_INTERN): shares already
  *     reduced in place cannot be redone. */
 #include "coll_gdrpipe_devreduce.h"
+#include "coll_gdrpipe_devshare.h"
 #include "coll_gdrpipe_params.h"
 
 #include "gpo_dev.h"
@@ -190,15 +191,6 @@ static void launch_release(const gp_companion_t *c, gpo_launch_t *l)
     l->nholds = 0;
 }
 
-/* max of `v` over the communicator (the next module's allreduce) */
-static int agree_max(mca_coll_gdrpipe_module_t *m, struct ompi_communicator_t *comm, int v,
-                     int *out)
-{
-    *out = 0;
-    return m->next.coll_allreduce(&v, out, 1, MPI_INT, MPI_MAX, comm,
-                                  m->next.coll_allreduce_module);
-}
-
 /* a failure of the GPU path, agreed by every rank: the communicator stages
  * its reductions from now on (said once) */
 static void gpu_path_failed(mca_coll_gdrpipe_module_t *m, const gpo_launch_t *l, int launcher)
@@ -209,39 +201,6 @@ static void gpu_path_failed(mca_coll_gdrpipe_module_t *m, const gpo_launch_t *l,
     }
     m->red_failed = 1;
     m->red_staged++;
-}
-
-/* device_reduce 2: whether this communicator's reductions agree on the GPU
- * path. Every rank counts the same qualifying calls (collectives are ordered
- * per communicator), so all check at the same ones: the 1st, 2nd, 4th, ...
- * 64th, then every 64th, with an allreduce (max) of whether their buffers
- * were on the device in a qualifying call since the last check. Once one
- * was, the communicator agrees on every qualifying call from then on (a
- * communicator that alternates long runs of host and device reductions
- * would otherwise stage the first calls of each device run). Communicators
- * whose reductions are all on host buffers pay one integer allreduce per
- * 64 calls instead of an allgather per call. */
-static int auto_on(const gp_companion_t *c, mca_coll_gdrpipe_module_t *m, const void *buf,
-                   struct ompi_communicator_t *comm, int *rc)
-{
-    *rc = OMPI_SUCCESS;
-    if (m->red_on) {
-        return 1;
-    }
-    const unsigned long k = ++m->red_calls;
-    if ((c != NULL) && ((size_t)buf >= 4096) && (c->device_of(buf) >= 0)) {
-        m->red_dev_seen = 1;
-    }
-    if ((k <= 64) ? ((k & (k - 1)) == 0) : (k % 64 == 0)) {
-        int any = 0;
-        *rc = agree_max(m, comm, m->red_dev_seen, &any);
-        if (*rc != OMPI_SUCCESS) {
-            return 0;
-        }
-        m->red_on = any;
-        m->red_dev_seen = 0;
-    }
-    return m->red_on;
 }
 
 /* allreduce (root < 0) or reduce to root */
@@ -267,7 +226,7 @@ static int devreduce(const void *sbuf, void *rbuf, gpo_count_t count, struct omp
     const size_t bytes = (size_t)count * gp_red_type_size((unsigned)type);
     const int has_result = (root < 0) || (root == me);
     if ((gpo_coll_params.device_reduce >= 2) &&
-        !auto_on(c, m, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, comm, rc)) {
+        !gpo_auto_on(c, m, &m->red_auto, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, comm, rc)) {
         return *rc == OMPI_SUCCESS ? 1 : 0;
     }
     (void)local_part(c, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, has_result ? rbuf : NULL, bytes,
@@ -318,7 +277,7 @@ static int devreduce(const void *sbuf, void *rbuf, gpo_count_t count, struct omp
     if (ngpu > 1) {
         /* several launchers: none may write before every one has its
          * mappings, or a failure would leave some shares reduced in place */
-        *rc = agree_max(m, comm, status, &worst);
+        *rc = gpo_agree_max(m, comm, status, &worst);
         if ((*rc != OMPI_SUCCESS) || (worst != 0)) {
             launch_release(c, &l);
             if (*rc != OMPI_SUCCESS) {
@@ -332,7 +291,7 @@ static int devreduce(const void *sbuf, void *rbuf, gpo_count_t count, struct omp
         status = launch_run(c, &l, begin, end, type, red);
     }
     launch_release(c, &l);
-    *rc = agree_max(m, comm, status, &worst);
+    *rc = gpo_agree_max(m, comm, status, &worst);
     if (*rc != OMPI_SUCCESS) {
         return 0;
     }

@@ -15,18 +15,27 @@ static void module_construct(mca_coll_gdrpipe_module_t *m)
     memset(&m->next, 0, sizeof(m->next));
     m->all_local = 0;
     m->red_gpu = m->red_staged = 0;
-    m->red_calls = 0;
-    m->red_dev_seen = m->red_on = m->red_failed = 0;
+    memset(&m->red_auto, 0, sizeof(m->red_auto));
+    m->red_failed = 0;
+    m->mv_gpu = m->mv_other = 0;
+    memset(&m->mv_auto, 0, sizeof(m->mv_auto));
+    m->mv_failed = 0;
 }
 
 /* with UCX_GDRPIPE_STATS=y (as the plugin's counters) or verbose > 0 */
 static void report(const mca_coll_gdrpipe_module_t *m)
 {
-    if ((m->red_gpu + m->red_staged == 0) || !gpo_coll_report_counters()) {
+    if (!gpo_coll_report_counters()) {
         return;
     }
-    opal_output(0, "coll gdrpipe: device reductions on the GPU: %lu, staged: %lu",
-                m->red_gpu, m->red_staged);
+    if (m->red_gpu + m->red_staged != 0) {
+        opal_output(0, "coll gdrpipe: device reductions on the GPU: %lu, staged: %lu",
+                    m->red_gpu, m->red_staged);
+    }
+    if (m->mv_gpu + m->mv_other != 0) {
+        opal_output(0, "coll gdrpipe: device data moves on the GPU: %lu, otherwise: %lu",
+                    m->mv_gpu, m->mv_other);
+    }
 }
 
 static void release_next(mca_coll_gdrpipe_module_t *m)

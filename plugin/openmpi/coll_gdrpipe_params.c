@@ -18,6 +18,7 @@ gpo_coll_params_t gpo_coll_params = {
      * allgather and scatter from 2 MiB blocks, gather from 32 KiB */
     .device_moves_min = (size_t)2 << 20,
     .device_moves_min_gather = (size_t)32 << 10,
+    .device_moves_gpu = 2,
 };
 
 int gpo_coll_report_counters(void)
@@ -68,5 +69,14 @@ int gpo_coll_params_register(const mca_base_component_t *component)
         "device_moves_min_gather", "device_moves_min of gather and gatherv",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &gpo_coll_params.device_moves_min_gather);
+    (void)mca_base_component_var_register(component,
+        "device_moves_gpu", "Move MPI_Allgather and MPI_Alltoall of device buffers on the GPU "
+        "(communicators of up to 16 processes, all on one host, datatypes without gaps, not "
+        "in place): one process per GPU maps the others' buffers and copies every block in "
+        "one launch; the ranks agree on it with one small allgather per call. Otherwise as "
+        "device_moves says. 0: off; 1: every such call; 2: on communicators once their calls "
+        "had device buffers (checked as device_reduce 2)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &gpo_coll_params.device_moves_gpu);
     return OMPI_SUCCESS;
 }

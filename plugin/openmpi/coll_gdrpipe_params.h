@@ -19,6 +19,9 @@ typedef struct gpo_coll_params {
     size_t device_moves_min;        /* ... from blocks of this many bytes (the
                                      * largest one a process sends or receives) */
     size_t device_moves_min_gather; /* ... for gather and gatherv */
+    int device_moves_gpu; /* allgather and alltoall moved on the GPU by one
+                           * process per GPU (devmove.h): 0 off, 1 always,
+                           * 2 once device buffers were seen */
 } gpo_coll_params_t;
 
 extern gpo_coll_params_t gpo_coll_params;

@@ -5,6 +5,8 @@
 #include "gdrpipe/capi.h"
 #include "set_err.hpp"
 #include "gdrpipe/cuda/context.hpp"
+#include "gdrpipe/cuda/copy.hpp"
+#include "gdrpipe/cuda/copy_kernel.hpp"
 #include "gdrpipe/cuda/memory.hpp"
 #include "gdrpipe/cuda/reduce.hpp"
 #include "gdrpipe/pipeline/import_cache.hpp"
@@ -12,6 +14,7 @@
 #include "gdrpipe/self_pid.hpp"
 #include "gdrpipe/wire/shm_iface.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -141,4 +144,44 @@ int gp_cuda_sync_device(int device) {
     cu::ScopedContext scope(device);
     if (!scope.ok()) return -EIO;
     return cu::driver().api().cuStreamSynchronize(nullptr) == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+int gp_cuda_copy_many(int device, const struct gp_copy_desc *d, size_t n, char *err,
+                      size_t errlen) {
+    if (d == nullptr && n > 0) return -EINVAL;
+    if (!cu::driver().available()) {
+        set_err(err, errlen, "no CUDA driver");
+        return -ENOTSUP;
+    }
+    bool one_by_one = !cu::copy_kernel_built();
+    for (size_t i = 0; i < n;) {
+        const size_t k = std::min<size_t>(n - i, GP_COPY_BATCH_MAX);
+        cu::Status st;
+        if (!one_by_one) {
+            cu::CopyToken tok;
+            st = cu::copy_batch(device, cu::kReduceSlot, d + i, k, &tok);
+            if (st.ok()) st = cu::wait(tok);
+            if (!st.ok() && st.code == CUDA_ERROR_NOT_SUPPORTED) {
+                // a device that refuses the kernel (nothing ran): the
+                // driver's copies instead, from now on
+                one_by_one = true;
+                st = {};
+            }
+        }
+        if (one_by_one) {
+            cu::CopyOptions opt;
+            opt.device = device;
+            opt.slot = cu::kReduceSlot;
+            for (size_t j = i; j < i + k && st.ok(); ++j) {
+                st = cu::copy(reinterpret_cast<void *>(d[j].dst),
+                              reinterpret_cast<const void *>(d[j].src), d[j].len, opt);
+            }
+        }
+        if (!st.ok()) {
+            set_err(err, errlen, st.message);
+            return -EIO;
+        }
+        i += k;
+    }
+    return 0;
 }

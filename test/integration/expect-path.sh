@@ -16,6 +16,10 @@
 #   expect-path.sh gpu-reduce CMD...  some MPI reductions of device buffers
 #                                   done on the GPU (coll/gdrpipe's
 #                                   device_reduce), and how many were staged
+#   expect-path.sh gpu-moves CMD...  some allgathers/alltoalls of device
+#                                   buffers moved on the GPU by one process
+#                                   per GPU (coll/gdrpipe's device_moves_gpu)
+#   expect-path.sh no-gpu-moves CMD...  none
 #   expect-path.sh no-gpu-reduce CMD...  none on the GPU and none agreed on
 #                                   (host buffers only: no allgather per call)
 #   expect-path.sh staged-served CMD...  every engine both staged transfers and
@@ -72,6 +76,21 @@ device-rndv | no-device-rndv | device-rndv-burst | no-device-rndv-burst)
     exit
     ;;
 esac
+if [ "$want" = gpu-moves ] || [ "$want" = no-gpu-moves ]; then
+    # "coll gdrpipe: device data moves on the GPU: N, otherwise: M", per
+    # communicator that counted any
+    n=0
+    for c in $(grep -o 'device data moves on the GPU: [0-9]*' "$log" | sed 's/.* //'); do
+        n=$((n + c))
+    done
+    echo "expect-path: allgathers/alltoalls moved on the GPU: $n (want $want)"
+    if [ "$want" = no-gpu-moves ]; then
+        [ "$n" -eq 0 ]
+    else
+        [ "$n" -gt 0 ]
+    fi
+    exit
+fi
 if [ "$want" = gpu-reduce ] || [ "$want" = no-gpu-reduce ]; then
     # "coll gdrpipe: device reductions on the GPU: N, staged: M", per
     # communicator that agreed on any (none: no line)
