@@ -279,6 +279,34 @@ void pull_wait(Side &s, CUdeviceptr dst, CUdeviceptr src, size_t n) {
     }
 }
 
+// A and B take turns (A first), each running `turn` in its own; the median
+// of A's rounds (A's turn start to the end of B's), in us, warm-up left out.
+template <class Turn>
+double take_turns(Side &s, int iters, Turn &&turn) {
+    barrier(s.sh, s.me, s.gen);
+    std::vector<double> rt;
+    const uint64_t base = s.sh->turn.load();
+    barrier(s.sh, s.me, s.gen);
+    for (int i = 0; i < iters + 20; ++i) {
+        const uint64_t mine = base + 2 * uint64_t(i) + uint64_t(s.me);
+        auto t0 = Clock::now();
+        while (s.sh->turn.load(std::memory_order_acquire) != mine) {
+        }
+        turn();
+        s.sh->turn.store(mine + 1, std::memory_order_release);
+        if (s.me == 0) {
+            while (s.sh->turn.load(std::memory_order_acquire) != mine + 2) {
+            }
+            if (i >= 20) rt.push_back(us_since(t0));
+        }
+    }
+    if (s.me == 1) {
+        while (s.sh->turn.load(std::memory_order_acquire) != base + 2 * uint64_t(iters + 20)) {
+        }
+    }
+    return median(rt);
+}
+
 void pingpong(Side &s, int iters) {
     if (s.me == 0)
         std::printf("# pingpong: A pulls B's buffer, then B pulls A's; one-way us (median of "
@@ -286,28 +314,8 @@ void pingpong(Side &s, int iters) {
                     iters, "size", "one-way");
     for (size_t n : {size_t(8), size_t(4096), size_t(64) << 10, size_t(1) << 20,
                      size_t(4) << 20}) {
-        barrier(s.sh, s.me, s.gen);
-        std::vector<double> rt;
-        uint64_t base = s.sh->turn.load();
-        barrier(s.sh, s.me, s.gen);
-        for (int i = 0; i < iters + 20; ++i) {
-            const uint64_t mine = base + 2 * uint64_t(i) + uint64_t(s.me);
-            auto t0 = Clock::now();
-            while (s.sh->turn.load(std::memory_order_acquire) != mine) {
-            }
-            pull_wait(s, s.dst, s.peer, n);
-            s.sh->turn.store(mine + 1, std::memory_order_release);
-            if (s.me == 0) {
-                while (s.sh->turn.load(std::memory_order_acquire) != mine + 2) {
-                }
-                if (i >= 20) rt.push_back(us_since(t0));
-            }
-        }
-        if (s.me == 1) {
-            while (s.sh->turn.load(std::memory_order_acquire) != base + 2 * uint64_t(iters + 20)) {
-            }
-        }
-        if (s.me == 0) std::printf("%10zu %10.2f\n", n, median(rt) / 2);
+        const double rt = take_turns(s, iters, [&] { pull_wait(s, s.dst, s.peer, n); });
+        if (s.me == 0) std::printf("%10zu %10.2f\n", n, rt / 2);
         std::fflush(stdout);
     }
 }
@@ -560,28 +568,9 @@ double handover_round(Side &s, const Turn &a, const Turn &b, size_t n, int iters
     for (const Turn *t : {&a, &b})
         for (Kind k : *t)
             if (k == Kind::memset && cu.cuMemsetD8Async == nullptr) return -1;
-    barrier(s.sh, s.me, s.gen);
-    std::vector<double> rt;
-    const uint64_t base = s.sh->turn.load();
-    barrier(s.sh, s.me, s.gen);
-    for (int i = 0; i < iters + 20; ++i) {
-        const uint64_t mine = base + 2 * uint64_t(i) + uint64_t(s.me);
-        auto t0 = Clock::now();
-        while (s.sh->turn.load(std::memory_order_acquire) != mine) {
-        }
+    return take_turns(s, iters, [&] {
         for (Kind k : s.me == 0 ? a : b) turn_copy(s, k, n);
-        s.sh->turn.store(mine + 1, std::memory_order_release);
-        if (s.me == 0) {
-            while (s.sh->turn.load(std::memory_order_acquire) != mine + 2) {
-            }
-            if (i >= 20) rt.push_back(us_since(t0));
-        }
-    }
-    if (s.me == 1) {
-        while (s.sh->turn.load(std::memory_order_acquire) != base + 2 * uint64_t(iters + 20)) {
-        }
-    }
-    return median(rt);
+    });
 }
 
 void handover(Side &s, int iters) {
