@@ -282,7 +282,7 @@ if want osu; then
         # and each variant of $OSU_VARIANTS, $OSU_REPS times each; the table
         # shows the median per size. BASE_PLUGIN: another build's plugin.
         GPRUN=(sh "$B/plugin/gdrpipe-run")
-        NOPRE=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca btl "^vader,tcp,openib,uct"
+        NOPRE=(--allow-run-as-root --oversubscribe -np 2 --bind-to core --mca btl "^vader,tcp,openib,uct,ofi"
             -x LD_LIBRARY_PATH)
         variants=${OSU_VARIANTS:-default rndv0:UCX_RNDV_THRESH=0}
         [ -z "${BASE_PLUGIN:-}" ] || variants+=" base:GDRPIPE_PLUGIN=$BASE_PLUGIN"
@@ -371,7 +371,7 @@ fi
 if want tags; then
     # MPI's matching rules with host and device buffers through gdrpipe-run
     GPRUN=(sh "$B/plugin/gdrpipe-run")
-    NP=(--allow-run-as-root --oversubscribe --bind-to core --mca btl "^vader,tcp,openib,uct" -x LD_LIBRARY_PATH)
+    NP=(--allow-run-as-root --oversubscribe --bind-to core --mca btl "^vader,tcp,openib,uct,ofi" -x LD_LIBRARY_PATH)
     step tags-2ranks 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" \
         "$B/test/integration/mpi_tags" -d cuda
     step tags-4ranks 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 4 "${NP[@]}" \
@@ -385,7 +385,7 @@ if want coll; then
     # the component off (must die)
     GPRUN=(sh "$B/plugin/gdrpipe-run")
     CV=$B/test/integration/coll_verify
-    NP=(--allow-run-as-root --oversubscribe --bind-to core --mca btl "^vader,tcp,openib,uct" -x LD_LIBRARY_PATH)
+    NP=(--allow-run-as-root --oversubscribe --bind-to core --mca btl "^vader,tcp,openib,uct,ofi" -x LD_LIBRARY_PATH)
     step coll-2ranks 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 2 "${NP[@]}" "$CV" -d cuda \
         --sizes 1,100,4096,70000,1048576 --expect-cuda-support 1
     step coll-4ranks 240 env GDRPIPE_PLUGIN="$P" "${GPRUN[@]}" mpirun -np 4 "${NP[@]}" "$CV" -d cuda \

@@ -51,7 +51,7 @@ M=$B/test/integration/mpi_verify
 # the MPI command line of bench/RESULTS.md: 2 ranks (rank r on GPU r when
 # there are two), bound to cores, only pml ucx carrying data
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core --mca pml ucx
-    --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx --mca btl "^vader,tcp,openib,uct")
+    --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx --mca btl "^vader,tcp,openib,uct,ofi")
 GP=(-x "LD_PRELOAD=$P" -x "UCX_TLS=gdrpipe,self")
 # a process of its own through the plugin (UCP programs)
 PRE=(env "LD_PRELOAD=$P" "UCX_TLS=gdrpipe,self")

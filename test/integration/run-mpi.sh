@@ -8,6 +8,9 @@
 #   UCX_*/GDRPIPE_*  forwarded to the ranks
 #   RUN_MPI_TIMEOUT  seconds before the job is killed (default 300)
 #   RUN_MPI_NP       number of ranks (default 2)
+#   RUN_MPI_BTL      Open MPI's btl list (default ^vader,tcp,openib,uct,ofi:
+#                    none carries data; ofi is out too, as its close sleeps
+#                    a second in MPI_Finalize)
 #   RUN_MPI_LAUNCHER shell script run in front of mpirun (gdrpipe-run of the
 #                    build tree: its settings, preloads and component path)
 #   RUN_MPI_HOSTS    N > 1: the ranks spread round-robin over N hosts made
@@ -64,7 +67,7 @@ osc=${RUN_MPI_OSC:-}
 $wrap timeout --kill-after=10 "$limit" \
     ${RUN_MPI_LAUNCHER:+sh "$RUN_MPI_LAUNCHER"} mpirun --allow-run-as-root --oversubscribe -np "$np" \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-        ${osc:+--mca osc "$osc"} --mca btl ^vader,tcp,openib,uct \
+        ${osc:+--mca osc "$osc"} --mca btl "${RUN_MPI_BTL:-^vader,tcp,openib,uct,ofi}" \
         $fwd "$@"
 rc=$?
 [ "$rc" -ne 77 ] || exit 77
@@ -73,9 +76,8 @@ if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 fi
 
 shm_after=$(shm_list)
-leaked=$(printf '%s\n' "$shm_after" | while read -r f; do
-    [ -n "$f" ] && ! printf '%s\n' "$shm_before" | grep -qxF "$f" && echo "$f"
-done)
+leaked=$({ printf '%s\n' "$shm_before"; echo /; printf '%s\n' "$shm_after"; } |
+    awk '$0 == "/" { after = 1; next } !after { had[$0] = 1; next } $0 != "" && !($0 in had)')
 if [ -n "$leaked" ] && [ "${RUN_MPI_SHM_CHECK:-1}" != 0 ]; then
     echo "run-mpi.sh: left in /dev/shm:" $leaked >&2
     [ "$rc" -eq 0 ] && rc=3
