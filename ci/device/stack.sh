@@ -18,9 +18,12 @@
 #              gdrpipe_bw v2/v1), p2p (the OSU point-to-point benchmarks), coll
 #              (coll_verify with device and mixed buffers on 2 and 4 ranks,
 #              rma_device and accel_verify where built, then the OSU collectives of COLL_BENCHES
-#              with -d cuda, the data-moving ones with coll_gdrpipe_device_moves
-#              1 and 0, COLL_REPS runs each (2), medians; COLL_ARGS their
-#              arguments, default "-m 4:4194304 -i 50")
+#              with -d cuda, the data-moving ones in each setting of COLL_MODES,
+#              COLL_REPS runs each (2), medians; COLL_ARGS their arguments,
+#              default "-m 4:4194304 -i 50")
+#   COLL_MODES the data-moving collectives' settings (default "moves1 moves0"):
+#              moves1/moves0 coll_gdrpipe_device_moves 1/0, gpu0
+#              coll_gdrpipe_device_moves_gpu 0 (allgather/alltoall not on the GPU)
 #
 # Settings: v2 = gdrpipe-run's defaults (UCX's protocol v2 on 1.16+); v1 (D D only) =
 # UCX_PROTO_ENABLE=n; rndv = v2 with every message by rendezvous
@@ -143,11 +146,17 @@ for r in $(seq "${COLL_REPS:-2}"); do
     for b in $coll_benches; do
         x=$(find "$OSU_DIR" -name "$b" -type f 2>/dev/null | head -1)
         [ -n "$x" ] || continue
-        ms=1
-        [[ $moving != *" $b "* ]] || ms="1 0"
+        ms=moves1
+        [[ $moving != *" $b "* ]] || ms=${COLL_MODES:-moves1 moves0}
         for m in $ms; do
-            OMPI_MCA_coll_gdrpipe_device_moves=$m step "moves$m-$b-DD-$r" 180 "${RUN[@]}" \
-                -x OMPI_MCA_coll_gdrpipe_device_moves "$x" -d cuda ${COLL_ARGS:--m 4:4194304 -i 50}
+            case $m in
+            moves[01]) e=OMPI_MCA_coll_gdrpipe_device_moves=${m#moves} ;;
+            gpu0) e=OMPI_MCA_coll_gdrpipe_device_moves_gpu=0 ;;
+            *) echo "stack.sh: unknown COLL_MODES entry $m" >&2; continue ;;
+            esac
+            env "$e" bash -c "$(declare -f step); $(declare -p OUT fails); step \"\$@\"" _ \
+                "$m-$b-DD-$r" 180 "${RUN[@]}" -x "${e%%=*}" "$x" -d cuda \
+                ${COLL_ARGS:--m 4:4194304 -i 50} || fails=$((fails + 1))
         done
     done
 done
@@ -163,7 +172,7 @@ median() {   # median LOG... -> "size median" lines
 for b in osu_latency osu_bw osu_bibw osu_mbw_mr $coll_benches; do
     for p in DD DH HD; do
         cols=""
-        for v in $variants rndv moves1 moves0 $(for x in ${DD_EXTRA:-}; do echo "${x%%:*}"; done); do
+        for v in $variants rndv moves1 moves0 gpu0 $(for x in ${DD_EXTRA:-}; do echo "${x%%:*}"; done); do
             ls "$OUT/$v-$b-$p-"*.log >/dev/null 2>&1 || continue
             median "$OUT/$v-$b-$p-"*.log >"$OUT/med-$v-$b-$p"
             cols="$cols $v"

@@ -20,6 +20,11 @@ int mca_coll_gdrpipe_allgatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *
                                 gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                                 gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devmove_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, GPO_M,
+                               &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(allgatherv,
                  gpo_prep_allgatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
@@ -54,6 +59,11 @@ int mca_coll_gdrpipe_alltoallv(const void *sbuf, gpo_counts_t scounts, gpo_displ
                                gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
                                mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devmove_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm,
+                              GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(alltoallv,
                  gpo_prep_alltoallv(ST, &sbuf, scounts, sdispls, sdt, &rbuf, rcounts, rdispls,
                                     rdt, comm),
@@ -90,6 +100,11 @@ int mca_coll_gdrpipe_gather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
                             gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                             mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devmove_gather(sbuf, scount, sdt, rbuf, rcount, NULL, NULL, rdt, root, comm,
+                           GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(gather,
                  gpo_prep_gather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -99,6 +114,11 @@ int mca_coll_gdrpipe_gatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt
                              gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt, int root,
                              gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devmove_gather(sbuf, scount, sdt, rbuf, 0, &rcounts, &displs, rdt, root, comm,
+                           GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(gatherv,
                  gpo_prep_gatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, root,
                                   comm),
@@ -146,6 +166,11 @@ int mca_coll_gdrpipe_scatter(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt
                              gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                              mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devmove_scatter(sbuf, scount, NULL, NULL, sdt, rbuf, rcount, rdt, root, comm,
+                            GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(scatter,
                  gpo_prep_scatter(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -155,6 +180,11 @@ int mca_coll_gdrpipe_scatterv(const void *sbuf, gpo_counts_t scounts, gpo_displs
                               gpo_dt_t *sdt, void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root,
                               gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devmove_scatter(sbuf, 0, &scounts, &displs, sdt, rbuf, rcount, rdt, root, comm,
+                            GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(scatterv,
                  gpo_prep_scatterv(ST, &sbuf, scounts, displs, sdt, &rbuf, rcount, rdt, root,
                                    comm),

@@ -107,23 +107,12 @@ int gpo_red_op_of(struct ompi_op_t *op)
 static int local_part(const gp_companion_t *c, const void *sbuf, void *rbuf, size_t bytes,
                       gpo_red_rec_t *rec)
 {
-    char err[256];
-    int dev;
+    int dev = -1;
     memset(rec, 0, sizeof(*rec));
-    if ((c == NULL) || (c->version < 2) || ((size_t)sbuf < 4096) ||
-        ((rbuf != NULL) && ((size_t)rbuf < 4096))) {
-        return 0;
-    }
-    dev = c->device_of(sbuf);
-    if ((dev < 0) || (rbuf != NULL && c->device_of(rbuf) != dev) ||
-        (c->sync_device(dev) != 0)) {
-        return 0;
-    }
-    if ((c->dev_export(sbuf, bytes, &rec->skey, err, sizeof(err)) != 0) ||
-        (rbuf != NULL && c->dev_export(rbuf, bytes, &rec->rkey, err, sizeof(err)) != 0)) {
-        if (gpo_coll_params.verbose > 1) {
-            opal_output(0, "coll gdrpipe: device reduction: buffers not exported: %s", err);
-        }
+    if ((c == NULL) || (c->version < 2) ||
+        (gpo_dev_share(c, sbuf, bytes, &dev, &rec->skey, "device reduction") != 0) ||
+        ((rbuf != NULL) &&
+         (gpo_dev_share(c, rbuf, bytes, &dev, &rec->rkey, "device reduction") != 0))) {
         return 0;
     }
     rec->start = c->self_start_time();

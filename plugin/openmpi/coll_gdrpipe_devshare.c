@@ -1,5 +1,30 @@
 /* What the GPU paths of the collectives share (coll_gdrpipe_devshare.h). */
 #include "coll_gdrpipe_devshare.h"
+#include "coll_gdrpipe_params.h"
+
+int gpo_dev_share(const gp_companion_t *c, const void *buf, size_t bytes, int *dev,
+                  gp_rkey_t *key, const char *what)
+{
+    char err[256];
+    if ((size_t)buf < 4096) {
+        return -1;
+    }
+    const int d = c->device_of(buf);
+    if ((d < 0) || ((*dev >= 0) && (d != *dev))) {
+        return -1;
+    }
+    if ((*dev < 0) && (c->sync_device(d) != 0)) {
+        return -1;
+    }
+    *dev = d;
+    if (c->dev_export(buf, bytes, key, err, sizeof(err)) != 0) {
+        if (gpo_coll_params.verbose > 1) {
+            opal_output(0, "coll gdrpipe: %s: buffer not exported: %s", what, err);
+        }
+        return -1;
+    }
+    return 0;
+}
 
 int gpo_agree_max(mca_coll_gdrpipe_module_t *m, struct ompi_communicator_t *comm, int v,
                   int *out)

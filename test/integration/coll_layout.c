@@ -5,10 +5,14 @@
  * expect-path.sh: buffers with gaps must be staged (on Open MPI 5 the
  * datatype engine would copy each double with a driver call of its own),
  * contiguous ones handed to Open MPI's algorithms (the broadcast at every
- * size, the allgather from coll_gdrpipe_device_moves_min bytes a block).
- * --only bcast|allgather runs one of them.
+ * size, the allgather from coll_gdrpipe_device_moves_min bytes a block) or
+ * moved on the GPU. --only bcast|allgather runs one of them; --only with
+ * another data-moving collective (allgatherv, alltoall, alltoallv, gather,
+ * gatherv, scatter, scatterv) runs that one alone on MPI_DOUBLE, the v
+ * forms with n - r doubles from or for rank r and a gap of one double
+ * between blocks, every result checked (gaps untouched).
  *
- * usage: coll_layout [--gaps] [-n N] [--only bcast|allgather] */
+ * usage: coll_layout [--gaps] [-n N] [--only COLLECTIVE] */
 #include "coll_check.h"
 
 #include <mpi.h>
@@ -16,9 +20,118 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const moves[] = {"allgatherv", "alltoall", "alltoallv", "gather",
+                                     "gatherv",    "scatter",  "scatterv"};
+
+/* block of rank r for rank q: n - r doubles in the v forms (n otherwise),
+ * values from r (and, alltoall(v), q) */
+static int vcount(int v, int n, int r)
+{
+    return v ? (n - r > 1 ? n - r : 1) : n;
+}
+
+/* blocks of count(r) doubles, one after another (gap 1 in the v forms):
+ * displacements and the buffer's length */
+static int layout(int v, int n, int size, int *counts, int *displs)
+{
+    int at = 0;
+    for (int r = 0; r < size; r++) {
+        counts[r] = vcount(v, n, r);
+        displs[r] = at;
+        at += counts[r] + (v ? 1 : 0);
+    }
+    return at;
+}
+
+/* one data-moving collective on MPI_COMM_WORLD, rooted ones at the last
+ * rank; failed checks */
+static long one_move(const char *name, int n, int rank, int size)
+{
+    const int v = name[strlen(name) - 1] == 'v', root = size - 1;
+    const int a2a = !strncmp(name, "alltoall", 8), gather = !strncmp(name, "gather", 6);
+    const int scatter = !strncmp(name, "scatter", 7);
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    int *scounts = malloc(sizeof(int) * (size_t)size), *sdispls = malloc(sizeof(int) * (size_t)size);
+    /* receive side: from each rank r; send side: to each rank q */
+    const int rlen = layout(v, n, size, counts, displs);
+    int slen = vcount(v, n, rank);
+    if (a2a) { /* rank sends count(rank) to everyone; receives count(r) from r */
+        for (int q = 0; q < size; q++) {
+            scounts[q] = vcount(v, n, rank);
+            sdispls[q] = q * (vcount(v, n, rank) + (v ? 1 : 0));
+        }
+        slen = size * (vcount(v, n, rank) + (v ? 1 : 0));
+    } else if (scatter) { /* the root sends count(q) to q */
+        memcpy(scounts, counts, sizeof(int) * (size_t)size);
+        memcpy(sdispls, displs, sizeof(int) * (size_t)size);
+        slen = rlen;
+    }
+    double *sh = malloc(sizeof(double) * (size_t)slen);
+    for (int i = 0; i < slen; i++) {
+        sh[i] = CC_SENTINEL;
+    }
+    if (a2a || scatter) {
+        for (int q = 0; q < size; q++) {
+            for (int i = 0; i < scounts[q]; i++) {
+                sh[sdispls[q] + i] = cc_val(rank * 100 + q, i);
+            }
+        }
+    } else {
+        for (int i = 0; i < slen; i++) {
+            sh[i] = cc_val(rank, i);
+        }
+    }
+    /* what this rank receives */
+    const int rcount = scatter ? vcount(v, n, rank) : rlen;
+    double *want = malloc(sizeof(double) * (size_t)rcount);
+    for (int i = 0; i < rcount; i++) {
+        want[i] = CC_SENTINEL;
+    }
+    if (scatter) {
+        for (int i = 0; i < rcount; i++) {
+            want[i] = cc_val(root * 100 + rank, i);
+        }
+    } else if (!gather || rank == root) {
+        for (int r = 0; r < size; r++) {
+            for (int i = 0; i < counts[r]; i++) {
+                want[displs[r] + i] = a2a ? cc_val(r * 100 + rank, i) : cc_val(r, i);
+            }
+        }
+    }
+    double *sb = cc_dup(sh, (size_t)slen), *rb = cc_sentinels((size_t)rcount);
+    const int me = vcount(v, n, rank);
+    if (!strcmp(name, "allgatherv")) {
+        MPI_Allgatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+    } else if (!strcmp(name, "alltoall")) {
+        MPI_Alltoall(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, MPI_COMM_WORLD);
+    } else if (!strcmp(name, "alltoallv")) {
+        MPI_Alltoallv(sb, scounts, sdispls, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE,
+                      MPI_COMM_WORLD);
+    } else if (!strcmp(name, "gather")) {
+        MPI_Gather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
+    } else if (!strcmp(name, "gatherv")) {
+        MPI_Gatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, root, MPI_COMM_WORLD);
+    } else if (!strcmp(name, "scatter")) {
+        MPI_Scatter(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
+    } else {
+        MPI_Scatterv(sb, scounts, sdispls, MPI_DOUBLE, rb, me, MPI_DOUBLE, root, MPI_COMM_WORLD);
+    }
+    long fails = (gather && rank != root) ? 0 : cc_check(name, n, rb, want, (size_t)rcount);
+    cc_free(sb);
+    cc_free(rb);
+    free(sh);
+    free(want);
+    free(counts);
+    free(displs);
+    free(scounts);
+    free(sdispls);
+    return fails;
+}
+
 int main(int argc, char **argv)
 {
     int gaps = 0, n = 4096, bcast = 1, allgather = 1;
+    const char *move = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--gaps")) {
             gaps = 1;
@@ -26,12 +139,26 @@ int main(int argc, char **argv)
                    (!strcmp(argv[i + 1], "bcast") || !strcmp(argv[i + 1], "allgather"))) {
             bcast = !strcmp(argv[++i], "bcast");
             allgather = !bcast;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            for (size_t k = 0; k < sizeof(moves) / sizeof(moves[0]); k++) {
+                move = !strcmp(argv[i + 1], moves[k]) ? moves[k] : move;
+            }
+            if (move == NULL) {
+                fprintf(stderr, "coll_layout: unknown collective %s\n", argv[i + 1]);
+                return 2;
+            }
+            bcast = allgather = 0;
+            ++i;
         } else if (!strcmp(argv[i], "-n") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
             n = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: coll_layout [--gaps] [-n N] [--only bcast|allgather]\n");
+            fprintf(stderr, "usage: coll_layout [--gaps] [-n N] [--only COLLECTIVE]\n");
             return 2;
         }
+    }
+    if (move != NULL && gaps) {
+        fprintf(stderr, "coll_layout: --gaps goes with bcast and allgather only\n");
+        return 2;
     }
     if (cc_mem_init(CC_DEVICE) != 0) {
         return 1;
@@ -86,11 +213,15 @@ int main(int argc, char **argv)
         cc_free(r);
     }
 
+    if (move != NULL) {
+        fails += one_move(move, n, rank, size);
+    }
     long total = 0;
     MPI_Allreduce(&fails, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("coll_layout: %d ranks, %s, %d doubles: %s (%ld failed checks)\n", size,
-               gaps ? "gaps" : "contiguous", n, total ? "FAILED" : "passed", total);
+               move != NULL ? move : gaps ? "gaps" : "contiguous", n, total ? "FAILED" : "passed",
+               total);
     }
     free(want);
     free(all);

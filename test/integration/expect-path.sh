@@ -16,7 +16,7 @@
 #   expect-path.sh gpu-reduce CMD...  some MPI reductions of device buffers
 #                                   done on the GPU (coll/gdrpipe's
 #                                   device_reduce), and how many were staged
-#   expect-path.sh gpu-moves CMD...  some allgathers/alltoalls of device
+#   expect-path.sh gpu-moves CMD...  some data-moving collectives of device
 #                                   buffers moved on the GPU by one process
 #                                   per GPU (coll/gdrpipe's device_moves_gpu)
 #   expect-path.sh no-gpu-moves CMD...  none
@@ -83,7 +83,7 @@ if [ "$want" = gpu-moves ] || [ "$want" = no-gpu-moves ]; then
     for c in $(grep -o 'device data moves on the GPU: [0-9]*' "$log" | sed 's/.* //'); do
         n=$((n + c))
     done
-    echo "expect-path: allgathers/alltoalls moved on the GPU: $n (want $want)"
+    echo "expect-path: data-moving collectives moved on the GPU: $n (want $want)"
     if [ "$want" = no-gpu-moves ]; then
         [ "$n" -eq 0 ]
     else
