@@ -141,6 +141,10 @@ int mca_coll_gdrpipe_reduce_scatter(const void *sbuf, void *rbuf, gpo_counts_t r
                                     gpo_dt_t *dt, struct ompi_op_t *op, gpo_comm_t *comm,
                                     mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devreduce_reduce_scatter(sbuf, rbuf, &rcounts, 0, dt, op, comm, GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(reduce_scatter, gpo_prep_reduce_scatter(ST, &sbuf, &rbuf, rcounts, dt, comm),
                  sbuf, rbuf, rcounts, dt, op, comm);
 }
@@ -149,6 +153,10 @@ int mca_coll_gdrpipe_reduce_scatter_block(const void *sbuf, void *rbuf, gpo_coun
                                           gpo_dt_t *dt, struct ompi_op_t *op,
                                           gpo_comm_t *comm, mca_coll_base_module_t *module)
 {
+    int rc;
+    if (gpo_devreduce_reduce_scatter(sbuf, rbuf, NULL, rcount, dt, op, comm, GPO_M, &rc) == 0) {
+        return rc;
+    }
     GPO_BLOCKING(reduce_scatter_block,
                  gpo_prep_reduce_scatter_block(ST, &sbuf, &rbuf, rcount, dt, comm),
                  sbuf, rbuf, rcount, dt, op, comm);

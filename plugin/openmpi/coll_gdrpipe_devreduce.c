@@ -1,10 +1,12 @@
 /* Reductions of device buffers on the GPU (coll_gdrpipe_devreduce.h),
- * MPI_Allreduce and MPI_Reduce: every
- * process of the communicator exports its buffers, one process per GPU
- * imports the others' (CUDA IPC / VMM handles, through the plugin's import
- * cache) and runs one kernel that combines its share of the elements of all
- * the sources and writes it into all the destinations (every rank's result
- * buffer; the root's for MPI_Reduce). Nothing passes
+ * MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter and
+ * MPI_Reduce_scatter_block: every process of the communicator exports its
+ * buffers, one process per GPU imports the others' (CUDA IPC / VMM handles,
+ * through the plugin's import cache) and runs the kernel that combines its
+ * share of the elements of all the sources and writes it into the
+ * destinations that get those elements (every rank's result buffer; the
+ * root's for MPI_Reduce; for the reduce-scatters each rank's buffer gets its
+ * block of elements, one launch per block). Nothing passes
  * through host memory and, with several processes on one GPU, only one of
  * them works on it.
  *
@@ -102,17 +104,23 @@ int gpo_red_op_of(struct ompi_op_t *op)
     return -1;
 }
 
+/* which elements of the result each rank gets: [begin, begin + count),
+ * count 0 for none (alike on every rank) */
+typedef struct gpo_red_res {
+    unsigned long long begin[GP_REDUCE_MAX_BUFS], count[GP_REDUCE_MAX_BUFS];
+} gpo_red_res_t;
+
 /* whether this rank's buffers can take part; fills its record (rbuf NULL:
  * a rank without a result, the non-roots of MPI_Reduce) */
-static int local_part(const gp_companion_t *c, const void *sbuf, void *rbuf, size_t bytes,
-                      gpo_red_rec_t *rec)
+static int local_part(const gp_companion_t *c, const void *sbuf, size_t sbytes, void *rbuf,
+                      size_t rbytes, gpo_red_rec_t *rec)
 {
     int dev = -1;
     memset(rec, 0, sizeof(*rec));
     if ((c == NULL) || (c->version < 2) ||
-        (gpo_dev_share(c, sbuf, bytes, &dev, &rec->skey, "device reduction") != 0) ||
+        (gpo_dev_share(c, sbuf, sbytes, &dev, &rec->skey, "device reduction") != 0) ||
         ((rbuf != NULL) &&
-         (gpo_dev_share(c, rbuf, bytes, &dev, &rec->rkey, "device reduction") != 0))) {
+         (gpo_dev_share(c, rbuf, rbytes, &dev, &rec->rkey, "device reduction") != 0))) {
         return 0;
     }
     rec->start = c->self_start_time();
@@ -124,35 +132,41 @@ static int local_part(const gp_companion_t *c, const void *sbuf, void *rbuf, siz
     return 1;
 }
 
-/* The launcher's part, in two steps: import every rank's buffers (`bytes`
- * each) into its device's context, filling the kernel's arguments and the
- * holds on the mappings (0, or -1: nothing written anywhere); then run the
- * reduction of elements [begin, end) into the result buffers of the ranks
- * that have one. */
+/* The launcher's part, in two steps: import every rank's buffers into its
+ * device's context, filling the kernel's arguments and the holds on the
+ * mappings (0, or -1: nothing written anywhere); then run the reduction of
+ * elements [begin, end) into the result buffers of the ranks that get them.
+ * A destination's address is that of its element 0 (the kernel indexes
+ * every buffer alike): a rank that gets elements from `b` on has its buffer
+ * at dst + b elements. */
 typedef struct {
     gp_reduce_args_t a;
+    int owner[GP_REDUCE_MAX_BUFS]; /* the rank of each destination */
     void *holds[2 * GP_REDUCE_MAX_BUFS];
     int nholds, dev;
     char err[256];
 } gpo_launch_t;
 
 static int launch_import(const gp_companion_t *c, const gpo_red_rec_t *all, int n, int dev,
-                         size_t bytes, gpo_launch_t *l)
+                         size_t esize, unsigned long long count, const gpo_red_res_t *res,
+                         gpo_launch_t *l)
 {
     memset(l, 0, sizeof(*l));
     l->dev = dev;
     for (int r = 0; r < n; ++r) {
         void *sp = NULL, *dp = NULL;
-        if (c->dev_import(&all[r].skey, all[r].start, all[r].saddr, bytes, dev, &sp,
+        if (c->dev_import(&all[r].skey, all[r].start, all[r].saddr, count * esize, dev, &sp,
                           &l->holds[l->nholds++], l->err, sizeof(l->err)) != 0) {
             return -1;
         }
         if (all[r].has_result) {
-            if (c->dev_import(&all[r].rkey, all[r].start, all[r].raddr, bytes, dev, &dp,
-                              &l->holds[l->nholds++], l->err, sizeof(l->err)) != 0) {
+            if (c->dev_import(&all[r].rkey, all[r].start, all[r].raddr, res->count[r] * esize,
+                              dev, &dp, &l->holds[l->nholds++], l->err,
+                              sizeof(l->err)) != 0) {
                 return -1;
             }
-            l->a.dst[l->a.ndst++] = (unsigned long long)(uintptr_t)dp;
+            l->owner[l->a.ndst] = r;
+            l->a.dst[l->a.ndst++] = (unsigned long long)(uintptr_t)dp - res->begin[r] * esize;
         }
         l->a.src[r] = (unsigned long long)(uintptr_t)sp;
     }
@@ -160,14 +174,35 @@ static int launch_import(const gp_companion_t *c, const gpo_red_rec_t *all, int 
     return 0;
 }
 
+/* elements [begin, end) into every destination that gets them: one launch
+ * when all get every element, else one per destination */
 static int launch_run(const gp_companion_t *c, gpo_launch_t *l, unsigned long long begin,
-                      unsigned long long end, int type, int red)
+                      unsigned long long end, int type, int red, unsigned long long count,
+                      const gpo_red_res_t *res)
 {
-    l->a.begin = begin;
-    l->a.end = end;
+    int whole = 1;
     l->a.type = (unsigned)type;
     l->a.op = (unsigned)red;
-    return c->reduce(l->dev, &l->a, l->err, sizeof(l->err)) != 0 ? -1 : 0;
+    for (unsigned k = 0; k < l->a.ndst; ++k) {
+        whole &= (res->begin[l->owner[k]] == 0) && (res->count[l->owner[k]] == count);
+    }
+    if (whole) {
+        l->a.begin = begin;
+        l->a.end = end;
+        return c->reduce(l->dev, &l->a, l->err, sizeof(l->err)) != 0 ? -1 : 0;
+    }
+    gp_reduce_args_t one = l->a;
+    one.ndst = 1;
+    for (unsigned k = 0; k < l->a.ndst; ++k) {
+        const unsigned long long b = res->begin[l->owner[k]], e = b + res->count[l->owner[k]];
+        one.begin = b > begin ? b : begin;
+        one.end = e < end ? e : end;
+        one.dst[0] = l->a.dst[k];
+        if ((one.begin < one.end) && (c->reduce(l->dev, &one, l->err, sizeof(l->err)) != 0)) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static void launch_release(const gp_companion_t *c, gpo_launch_t *l)
@@ -192,10 +227,22 @@ static void gpu_path_failed(mca_coll_gdrpipe_module_t *m, const gpo_launch_t *l,
     m->red_staged++;
 }
 
-/* allreduce (root < 0) or reduce to root */
+/* what every rank sees alike about the communicator and the operands */
+static int may_reduce(gpo_count_t count, struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                      struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m)
+{
+    const int type = gpo_red_type_of(dt), red = gpo_red_op_of(op);
+    return (gpo_coll_params.device_reduce > 0) && m->all_local && !m->red_failed &&
+           (count > 0) && (ompi_comm_size(comm) <= GP_REDUCE_MAX_BUFS) && (type >= 0) &&
+           (red >= 0) && gp_red_valid((unsigned)type, (unsigned)red) &&
+           (m->next.coll_allgather != NULL) && (m->next.coll_allreduce != NULL);
+}
+
+/* count elements of every rank's sbuf reduced, each rank getting the
+ * elements res names in its rbuf (the caller checked may_reduce) */
 static int devreduce(const void *sbuf, void *rbuf, gpo_count_t count, struct ompi_datatype_t *dt,
-                     struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                     mca_coll_gdrpipe_module_t *m, int *rc)
+                     struct ompi_op_t *op, const gpo_red_res_t *res, const char *what,
+                     struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m, int *rc)
 {
     const gp_companion_t *c = gpo_dev();
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
@@ -206,30 +253,24 @@ static int devreduce(const void *sbuf, void *rbuf, gpo_count_t count, struct omp
 
     /* qualifies by the arguments and by what every rank agreed alike (not
      * by this process's CUDA: a rank without it takes part and says no) */
-    if ((gpo_coll_params.device_reduce <= 0) || !m->all_local || m->red_failed ||
-        (count <= 0) || (n > GP_REDUCE_MAX_BUFS) || (root >= n) || (type < 0) || (red < 0) ||
-        !gp_red_valid((unsigned)type, (unsigned)red) || (m->next.coll_allgather == NULL) ||
-        (m->next.coll_allreduce == NULL)) {
-        return 1;
-    }
-    const size_t bytes = (size_t)count * gp_red_type_size((unsigned)type);
-    const int has_result = (root < 0) || (root == me);
+    const size_t esize = gp_red_type_size((unsigned)type);
+    const int has_result = res->count[me] > 0;
     if ((gpo_coll_params.device_reduce >= 2) &&
         !gpo_auto_on(c, m, &m->red_auto, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, comm, rc)) {
         return *rc == OMPI_SUCCESS ? 1 : 0;
     }
-    (void)local_part(c, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, has_result ? rbuf : NULL, bytes,
-                     &mine);
+    (void)local_part(c, (sbuf == MPI_IN_PLACE) ? rbuf : sbuf, (size_t)count * esize,
+                     has_result ? rbuf : NULL, (size_t)res->count[me] * esize, &mine);
     *rc = m->next.coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE,
                                  comm, m->next.coll_allgather_module);
     if (*rc != OMPI_SUCCESS) {
         return 0;
     }
     for (int r = 0; r < n; ++r) {
-        const int part = (all[r].ok == 1) && (all[r].has_result == ((root < 0) || (root == r)));
+        const int part = (all[r].ok == 1) && (all[r].has_result == (res->count[r] > 0));
         if (!part && (r == me) && (gpo_coll_params.verbose > 1)) {
             opal_output(0, "coll gdrpipe: %s of %ld elements staged: rank %d's buffers cannot "
-                        "take part", root < 0 ? "allreduce" : "reduce", (long)count, r);
+                        "take part", what, (long)count, r);
         }
         ok &= part;
     }
@@ -259,7 +300,7 @@ static int devreduce(const void *sbuf, void *rbuf, gpo_count_t count, struct omp
         end = begin + share > (unsigned long long)count ? (unsigned long long)count
                                                          : begin + share;
         status = launch_import(c, all, n, c->device_of((sbuf == MPI_IN_PLACE) ? rbuf : sbuf),
-                               bytes, &l) != 0;
+                               esize, (unsigned long long)count, res, &l) != 0;
     } else {
         memset(&l, 0, sizeof(l));
     }
@@ -277,7 +318,7 @@ static int devreduce(const void *sbuf, void *rbuf, gpo_count_t count, struct omp
         }
     }
     if ((my_gpu >= 0) && (status == 0) && (begin < end)) {
-        status = launch_run(c, &l, begin, end, type, red);
+        status = launch_run(c, &l, begin, end, type, red, (unsigned long long)count, res);
     }
     launch_release(c, &l);
     *rc = gpo_agree_max(m, comm, status, &worst);
@@ -303,12 +344,53 @@ int gpo_devreduce_allreduce(const void *sbuf, void *rbuf, gpo_count_t count,
                             struct ompi_communicator_t *comm,
                             mca_coll_gdrpipe_module_t *m, int *rc)
 {
-    return devreduce(sbuf, rbuf, count, dt, op, -1, comm, m, rc);
+    gpo_red_res_t res;
+    if (!may_reduce(count, dt, op, comm, m)) {
+        return 1;
+    }
+    for (int r = 0; r < ompi_comm_size(comm); ++r) {
+        res.begin[r] = 0;
+        res.count[r] = (unsigned long long)count;
+    }
+    return devreduce(sbuf, rbuf, count, dt, op, &res, "allreduce", comm, m, rc);
 }
 
 int gpo_devreduce_reduce(const void *sbuf, void *rbuf, gpo_count_t count, struct ompi_datatype_t *dt,
                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                          mca_coll_gdrpipe_module_t *m, int *rc)
 {
-    return devreduce(sbuf, rbuf, count, dt, op, root, comm, m, rc);
+    gpo_red_res_t res;
+    if (!may_reduce(count, dt, op, comm, m) || (root < 0) || (root >= ompi_comm_size(comm))) {
+        return 1;
+    }
+    for (int r = 0; r < ompi_comm_size(comm); ++r) {
+        res.begin[r] = 0;
+        res.count[r] = r == root ? (unsigned long long)count : 0;
+    }
+    return devreduce(sbuf, rbuf, count, dt, op, &res, "reduce", comm, m, rc);
+}
+
+int gpo_devreduce_reduce_scatter(const void *sbuf, void *rbuf, const gpo_counts_t *rcounts,
+                                 gpo_count_t rcount, struct ompi_datatype_t *dt,
+                                 struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                 mca_coll_gdrpipe_module_t *m, int *rc)
+{
+    const int n = ompi_comm_size(comm);
+    gpo_red_res_t res;
+    unsigned long long total = 0;
+    if ((n > GP_REDUCE_MAX_BUFS) || (sbuf == MPI_IN_PLACE)) {
+        return 1;
+    }
+    for (int r = 0; r < n; ++r) {
+        const gpo_count_t k = rcounts != NULL ? GPO_COUNT_AT(*rcounts, r) : rcount;
+        res.begin[r] = total;
+        res.count[r] = k > 0 ? (unsigned long long)k : 0;
+        total += res.count[r];
+    }
+    if (((unsigned long long)(gpo_count_t)total != total) ||
+        !may_reduce((gpo_count_t)total, dt, op, comm, m)) {
+        return 1;
+    }
+    return devreduce(sbuf, rbuf, (gpo_count_t)total, dt, op, &res,
+                     rcounts != NULL ? "reduce_scatter" : "reduce_scatter_block", comm, m, rc);
 }

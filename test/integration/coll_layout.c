@@ -10,7 +10,9 @@
  * another data-moving collective (allgatherv, alltoall, alltoallv, gather,
  * gatherv, scatter, scatterv) runs that one alone on MPI_DOUBLE, the v
  * forms with n - r doubles from or for rank r and a gap of one double
- * between blocks, every result checked (gaps untouched).
+ * between blocks, every result checked (gaps untouched); --only
+ * reduce_scatter or reduce_scatter_block runs that reduction (MPI_SUM of
+ * doubles, rank q's block n - q or n doubles long).
  *
  * usage: coll_layout [--gaps] [-n N] [--only COLLECTIVE] */
 #include "coll_check.h"
@@ -20,8 +22,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const moves[] = {"allgatherv", "alltoall", "alltoallv", "gather",
-                                     "gatherv",    "scatter",  "scatterv"};
+static const char *const moves[] = {"allgatherv", "alltoall", "alltoallv",      "gather",
+                                     "gatherv",    "scatter",  "scatterv",       "reduce_scatter",
+                                     "reduce_scatter_block"};
+
+/* MPI_Reduce_scatter(_block) with MPI_SUM: rank q gets the sums of block q
+ * (n - q doubles in the plain form, n in the block form) of every rank's
+ * values; failed checks */
+static long one_reduce_scatter(int block, int n, int rank, int size)
+{
+    int *counts = malloc(sizeof(int) * (size_t)size), total = 0, at = 0;
+    for (int q = 0; q < size; q++) {
+        counts[q] = block ? n : (n - q > 1 ? n - q : 1);
+        total += counts[q];
+    }
+    for (int q = 0; q < rank; q++) {
+        at += counts[q];
+    }
+    double *sh = malloc(sizeof(double) * (size_t)total);
+    double *want = malloc(sizeof(double) * (size_t)counts[rank]);
+    for (int i = 0; i < total; i++) {
+        sh[i] = cc_val(rank, i);
+    }
+    for (int i = 0; i < counts[rank]; i++) {
+        want[i] = 0;
+        for (int r = 0; r < size; r++) {
+            want[i] += cc_val(r, at + i);
+        }
+    }
+    double *sb = cc_dup(sh, (size_t)total), *rb = cc_sentinels((size_t)counts[rank]);
+    if (block) {
+        MPI_Reduce_scatter_block(sb, rb, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    } else {
+        MPI_Reduce_scatter(sb, rb, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+    long fails = cc_check(block ? "reduce_scatter_block" : "reduce_scatter", n, rb, want,
+                          (size_t)counts[rank]);
+    cc_free(sb);
+    cc_free(rb);
+    free(sh);
+    free(want);
+    free(counts);
+    return fails;
+}
 
 /* block of rank r for rank q: n - r doubles in the v forms (n otherwise),
  * values from r (and, alltoall(v), q) */
@@ -213,7 +256,9 @@ int main(int argc, char **argv)
         cc_free(r);
     }
 
-    if (move != NULL) {
+    if (move != NULL && !strncmp(move, "reduce_scatter", 14)) {
+        fails += one_reduce_scatter(!strcmp(move, "reduce_scatter_block"), n, rank, size);
+    } else if (move != NULL) {
         fails += one_move(move, n, rank, size);
     }
     long total = 0;
