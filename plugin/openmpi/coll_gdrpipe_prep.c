@@ -237,22 +237,37 @@ int gpo_prep_bcast(gpo_stage_t *st, void **buf, gpo_count_t count, gpo_dt_t *dt,
     return 1;
 }
 
+/* A rooted call that moves data to the root (to_root: gather) or from it
+ * (scatter), on this rank of role r with `block` the largest block it sends
+ * or receives: 1 when it hands the call on to the module below untouched
+ * (Open MPI 4.1's binomial trees unpack through convertors), else 0 with
+ * *sd / *rd whether its significant send / receive buffer is device memory
+ * (0 where not significant). */
+static int rooted(gpo_comm_t *comm, int r, int to_root, const void *sbuf, gpo_dt_t *sdt,
+                  const void *rbuf, gpo_dt_t *rdt, size_t block, size_t min, int *sd, int *rd)
+{
+    const int leaf_side = r == ROLE_LEAF || (r == ROLE_ROOT && !OMPI_COMM_IS_INTER(comm));
+    const void *sig_s = (to_root ? leaf_side : r == ROLE_ROOT) ? sbuf : NULL;
+    const void *sig_r = (to_root ? r == ROLE_ROOT : leaf_side) ? rbuf : NULL;
+    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1, block, min)) {
+        handed_on(dev(sbuf) || dev(rbuf));
+        return 1;
+    }
+    *sd = sig_s != NULL ? dev(sig_s) : 0;
+    *rd = sig_r != NULL ? dev(sig_r) : 0;
+    return 0;
+}
+
 int gpo_prep_gather(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
                     void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
-    int r = role(comm, root);
-    int inter = OMPI_COMM_IS_INTER(comm);
-    const void *sig_s = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *sbuf : NULL;
-    const void *sig_r = r == ROLE_ROOT ? *rbuf : NULL;
-    size_t block = r == ROLE_ROOT ? bytes(rdt, rcount)
-                   : r == ROLE_LEAF ? bytes(sdt, scount) : 0;
-    /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1, block,
-                        gpo_coll_params.device_moves_min_gather)) {
-        return handed_on(dev(*sbuf) || dev(*rbuf));
+    const int r = role(comm, root);
+    int sd, rd;
+    if (rooted(comm, r, 1, *sbuf, sdt, *rbuf, rdt,
+               r == ROLE_ROOT ? bytes(rdt, rcount) : r == ROLE_LEAF ? bytes(sdt, scount) : 0,
+               gpo_coll_params.device_moves_min_gather, &sd, &rd)) {
+        return 0;
     }
-    int sd = sig_s != NULL ? dev(sig_s) : 0;
-    int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
     gpo_count_t n = rcount * peers(comm);
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
@@ -264,19 +279,15 @@ int gpo_prep_gatherv(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo
                      void **rbuf, gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                      int root, gpo_comm_t *comm)
 {
-    int r = role(comm, root);
-    int inter = OMPI_COMM_IS_INTER(comm);
-    const void *sig_s = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *sbuf : NULL;
-    const void *sig_r = r == ROLE_ROOT ? *rbuf : NULL;
-    size_t block = r == ROLE_ROOT ? max_bytes(rdt, rcounts, peers(comm))
-                   : r == ROLE_LEAF ? bytes(sdt, scount) : 0;
-    /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1, block,
-                        gpo_coll_params.device_moves_min_gather)) {
-        return handed_on(dev(*sbuf) || dev(*rbuf));
+    const int r = role(comm, root);
+    int sd, rd;
+    if (rooted(comm, r, 1, *sbuf, sdt, *rbuf, rdt,
+               r == ROLE_ROOT   ? max_bytes(rdt, rcounts, peers(comm))
+               : r == ROLE_LEAF ? bytes(sdt, scount)
+                                : 0,
+               gpo_coll_params.device_moves_min_gather, &sd, &rd)) {
+        return 0;
     }
-    int sd = sig_s != NULL ? dev(sig_s) : 0;
-    int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount)));
     if (rd) TRY(put_out(st, rbuf, gpo_span_v(rdt, rcounts, displs, peers(comm)), 1));
@@ -334,18 +345,13 @@ int gpo_prep_reduce_scatter_block(gpo_stage_t *st, const void **sbuf, void **rbu
 int gpo_prep_scatter(gpo_stage_t *st, const void **sbuf, gpo_count_t scount, gpo_dt_t *sdt,
                      void **rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
-    int r = role(comm, root);
-    int inter = OMPI_COMM_IS_INTER(comm);
-    const void *sig_s = r == ROLE_ROOT ? *sbuf : NULL;
-    const void *sig_r = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *rbuf : NULL;
-    size_t block = r == ROLE_ROOT ? bytes(sdt, scount)
-                   : r == ROLE_LEAF ? bytes(rdt, rcount) : 0;
-    /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1, block, gpo_coll_params.device_moves_min)) {
-        return handed_on(dev(*sbuf) || dev(*rbuf));
+    const int r = role(comm, root);
+    int sd, rd;
+    if (rooted(comm, r, 0, *sbuf, sdt, *rbuf, rdt,
+               r == ROLE_ROOT ? bytes(sdt, scount) : r == ROLE_LEAF ? bytes(rdt, rcount) : 0,
+               gpo_coll_params.device_moves_min, &sd, &rd)) {
+        return 0;
     }
-    int sd = sig_s != NULL ? dev(sig_s) : 0;
-    int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span(sdt, scount * peers(comm))));
     if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, rcount), !gpo_dense(rdt, rcount)));
@@ -356,18 +362,15 @@ int gpo_prep_scatterv(gpo_stage_t *st, const void **sbuf, gpo_counts_t scounts,
                       gpo_displs_t displs, gpo_dt_t *sdt, void **rbuf, gpo_count_t rcount,
                       gpo_dt_t *rdt, int root, gpo_comm_t *comm)
 {
-    int r = role(comm, root);
-    int inter = OMPI_COMM_IS_INTER(comm);
-    const void *sig_s = r == ROLE_ROOT ? *sbuf : NULL;
-    const void *sig_r = r == ROLE_LEAF || (r == ROLE_ROOT && !inter) ? *rbuf : NULL;
-    size_t block = r == ROLE_ROOT ? max_bytes(sdt, scounts, peers(comm))
-                   : r == ROLE_LEAF ? bytes(rdt, rcount) : 0;
-    /* Open MPI 4.1's binomial trees unpack through convertors */
-    if (moves_direct_41(sig_s, sdt, sig_r, rdt, 1, block, gpo_coll_params.device_moves_min)) {
-        return handed_on(dev(*sbuf) || dev(*rbuf));
+    const int r = role(comm, root);
+    int sd, rd;
+    if (rooted(comm, r, 0, *sbuf, sdt, *rbuf, rdt,
+               r == ROLE_ROOT   ? max_bytes(sdt, scounts, peers(comm))
+               : r == ROLE_LEAF ? bytes(rdt, rcount)
+                                : 0,
+               gpo_coll_params.device_moves_min, &sd, &rd)) {
+        return 0;
     }
-    int sd = sig_s != NULL ? dev(sig_s) : 0;
-    int rd = sig_r != NULL ? dev(sig_r) : 0;
     if (!sd && !rd) return 0;
     if (sd) TRY(put_in(st, sbuf, gpo_span_v(sdt, scounts, displs, peers(comm))));
     if (rd) TRY(put_out(st, rbuf, gpo_span(rdt, rcount), !gpo_dense(rdt, rcount)));
