@@ -391,6 +391,12 @@ int gpo_devmove_gather(const void *sbuf, gpo_count_t scount, struct ompi_datatyp
     if (!may_move(comm, m) || (root < 0) || (root >= n)) {
         return 1;
     }
+    /* MPI_Gather's block (the same bytes on every rank) */
+    if ((rcounts == NULL) && ((me == root ? size_of(rdt) * (size_t)(rcount > 0 ? rcount : 0)
+                                          : size_of(sdt) * (size_t)(scount > 0 ? scount : 0)) <
+                              gpo_coll_params.device_moves_gpu_min_gather)) {
+        return 1;
+    }
     if (p.sbuf != NULL) {
         to_root(p.sdisp, p.slen, root, sdt, scount);
         p.dense = block_ok(sdt, scount);

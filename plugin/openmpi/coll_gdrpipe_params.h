@@ -19,9 +19,10 @@ typedef struct gpo_coll_params {
     size_t device_moves_min;        /* ... from blocks of this many bytes (the
                                      * largest one a process sends or receives) */
     size_t device_moves_min_gather; /* ... for gather and gatherv */
-    int device_moves_gpu; /* allgather and alltoall moved on the GPU by one
+    int device_moves_gpu; /* data-moving collectives moved on the GPU by one
                            * process per GPU (devmove.h): 0 off, 1 always,
                            * 2 once device buffers were seen */
+    size_t device_moves_gpu_min_gather; /* MPI_Gather on the GPU from blocks of this size */
 } gpo_coll_params_t;
 
 extern gpo_coll_params_t gpo_coll_params;
