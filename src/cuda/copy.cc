@@ -25,9 +25,9 @@ Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceMan
     *dst_device = true;
     if (opt.device >= 0) return {};
     const Driver &drv = dm.drv();
-    MemInfo di, si;
-    CUresult r = query(dst, &di, drv);
-    if (r == CUDA_SUCCESS) r = query(src, &si, drv);
+    MemInfo di, si; // kind and device only: every copy pays these two queries
+    CUresult r = query_kind(dst, &di, drv);
+    if (r == CUDA_SUCCESS) r = query_kind(src, &si, drv);
     if (r != CUDA_SUCCESS) return failure(r, "cuPointerGetAttributes", -1);
     // The synchronous API only where it is synchronous by itself: device to
     // host (cuMemcpy returns once the data landed; it is also ordered after

@@ -84,9 +84,10 @@ CUresult query(const void *ptr, MemInfo *out, const Driver &drv) {
 
 CUresult query(const void *ptr, MemInfo *out) { return query(ptr, out, driver()); }
 
-CUresult query_kind(const void *ptr, MemInfo *out) {
+CUresult query_kind(const void *ptr, MemInfo *out) { return query_kind(ptr, out, driver()); }
+
+CUresult query_kind(const void *ptr, MemInfo *out, const Driver &drv) {
     *out = MemInfo{};
-    const Driver &drv = driver();
     if (!drv.available() || ptr == nullptr) return CUDA_SUCCESS;
     unsigned mem_type = 0;
     unsigned is_managed = 0;

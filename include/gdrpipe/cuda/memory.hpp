@@ -43,6 +43,7 @@ CUresult query(const void *ptr, MemInfo *out);
 std::optional<MemInfo> query(const void *ptr);
 // Only kind, pinned and device (3 attributes instead of 8: the per-message
 // path, which needs no allocation range, buffer id or pool).
+CUresult query_kind(const void *ptr, MemInfo *out, const Driver &drv);
 CUresult query_kind(const void *ptr, MemInfo *out);
 
 // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 1 for the allocation holding ptr.
