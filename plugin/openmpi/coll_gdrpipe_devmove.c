@@ -14,7 +14,7 @@
  * bytes it sends it (where in the send buffer) and the bytes it receives
  * from it (where in the receive buffer). A call qualifies by what every rank
  * sees alike (intracommunicator of at most GP_REDUCE_MAX_BUFS ranks, all on
- * this host; not in place where in place is collective). Then:
+ * this host; alltoall(v) not in place). Then:
  *  1. each rank waits for its device's legacy stream (the application's
  *     queued work on its buffers) and exports its buffers, if they are device
  *     memory of one GPU that other processes can map and its datatypes lay
@@ -304,19 +304,37 @@ static void varied(ptrdiff_t *disp, uint64_t *len, int n, struct ompi_datatype_t
     }
 }
 
+/* In place (allgather(v)): a rank's own block is already in its receive
+ * buffer, where the others read it; its send range is that block. No
+ * buffer is both read and written in one region: rank q's block r is
+ * written from rank r's block r, and q's own block is only read. */
+static void own_block_in_place(gpo_mv_part_t *p, void *rbuf, int n, int me)
+{
+    p->sbuf = rbuf;
+    for (int q = 0; q < n; ++q) {
+        p->sdisp[q] = p->rdisp[me];
+        p->slen[q] = q == me ? 0 : p->rlen[me];
+    }
+    p->rlen[me] = 0;
+}
+
 int gpo_devmove_allgather(const void *sbuf, gpo_count_t scount, struct ompi_datatype_t *sdt,
                           void *rbuf, gpo_count_t rcount, struct ompi_datatype_t *rdt,
                           struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m,
                           int *rc)
 {
-    const int n = ompi_comm_size(comm);
+    const int n = ompi_comm_size(comm), in_place = sbuf == MPI_IN_PLACE;
     gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf};
-    if (!may_move(comm, m) || (sbuf == MPI_IN_PLACE) || (rcount <= 0) || (size_of(rdt) == 0)) {
+    if (!may_move(comm, m) || (rcount <= 0) || (size_of(rdt) == 0)) {
         return 1;
     }
-    uniform(p.sdisp, p.slen, n, sdt, scount, 0);
     uniform(p.rdisp, p.rlen, n, rdt, rcount, rcount);
-    p.dense = block_ok(sdt, scount) && block_ok(rdt, rcount);
+    if (in_place) {
+        own_block_in_place(&p, rbuf, n, ompi_comm_rank(comm));
+    } else {
+        uniform(p.sdisp, p.slen, n, sdt, scount, 0);
+    }
+    p.dense = (in_place || block_ok(sdt, scount)) && block_ok(rdt, rcount);
     return devmove(&p, comm, m, rc);
 }
 
@@ -341,15 +359,19 @@ int gpo_devmove_allgatherv(const void *sbuf, gpo_count_t scount, struct ompi_dat
                            struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
                            mca_coll_gdrpipe_module_t *m, int *rc)
 {
-    const int n = ompi_comm_size(comm);
+    const int n = ompi_comm_size(comm), in_place = sbuf == MPI_IN_PLACE;
     gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf};
     gpo_count_t rmax;
-    if (!may_move(comm, m) || (sbuf == MPI_IN_PLACE)) {
+    if (!may_move(comm, m)) {
         return 1;
     }
-    uniform(p.sdisp, p.slen, n, sdt, scount, 0);
     varied(p.rdisp, p.rlen, n, rdt, rcounts, displs, &rmax);
-    p.dense = block_ok(sdt, scount) && block_ok(rdt, rmax);
+    if (in_place) {
+        own_block_in_place(&p, rbuf, n, ompi_comm_rank(comm));
+    } else {
+        uniform(p.sdisp, p.slen, n, sdt, scount, 0);
+    }
+    p.dense = (in_place || block_ok(sdt, scount)) && block_ok(rdt, rmax);
     return devmove(&p, comm, m, rc);
 }
 

@@ -14,13 +14,19 @@
  * reduce_scatter or reduce_scatter_block runs that reduction (MPI_SUM of
  * doubles, rank q's block n - q or n doubles long).
  *
- * usage: coll_layout [--gaps] [-n N] [--only COLLECTIVE] */
+ * --in-place: allgather and allgatherv with MPI_IN_PLACE.
+ *
+ * usage: coll_layout [--gaps] [--in-place] [-n N] [--only COLLECTIVE] */
 #include "coll_check.h"
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --in-place: allgather and allgatherv with MPI_IN_PLACE (each rank's own
+ * block written into the receive buffer first) */
+static int in_place;
 
 static const char *const moves[] = {"allgatherv", "alltoall", "alltoallv",      "gather",
                                      "gatherv",    "scatter",  "scatterv",       "reduce_scatter",
@@ -93,8 +99,9 @@ static long one_move(const char *name, int n, int rank, int size)
     const int v = name[strlen(name) - 1] == 'v', root = size - 1;
     const int a2a = !strncmp(name, "alltoall", 8), gather = !strncmp(name, "gather", 6);
     const int scatter = !strncmp(name, "scatter", 7);
-    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
-    int *scounts = malloc(sizeof(int) * (size_t)size), *sdispls = malloc(sizeof(int) * (size_t)size);
+    const size_t ints = sizeof(int) * (size_t)size;
+    int *counts = malloc(ints), *displs = malloc(ints), *scounts = malloc(ints);
+    int *sdispls = malloc(ints);
     /* receive side: from each rank r; send side: to each rank q */
     const int rlen = layout(v, n, size, counts, displs);
     int slen = vcount(v, n, rank);
@@ -143,7 +150,11 @@ static long one_move(const char *name, int n, int rank, int size)
     }
     double *sb = cc_dup(sh, (size_t)slen), *rb = cc_sentinels((size_t)rcount);
     const int me = vcount(v, n, rank);
-    if (!strcmp(name, "allgatherv")) {
+    if (!strcmp(name, "allgatherv") && in_place) {
+        cc_put(rb + displs[rank], sh, sizeof(double) * (size_t)me);
+        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, counts, displs, MPI_DOUBLE,
+                       MPI_COMM_WORLD);
+    } else if (!strcmp(name, "allgatherv")) {
         MPI_Allgatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
     } else if (!strcmp(name, "alltoall")) {
         MPI_Alltoall(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, MPI_COMM_WORLD);
@@ -178,6 +189,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--gaps")) {
             gaps = 1;
+        } else if (!strcmp(argv[i], "--in-place")) {
+            in_place = 1;
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc &&
                    (!strcmp(argv[i + 1], "bcast") || !strcmp(argv[i + 1], "allgather"))) {
             bcast = !strcmp(argv[++i], "bcast");
@@ -195,7 +208,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "-n") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
             n = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: coll_layout [--gaps] [-n N] [--only COLLECTIVE]\n");
+            fprintf(stderr,
+                    "usage: coll_layout [--gaps] [--in-place] [-n N] [--only COLLECTIVE]\n");
             return 2;
         }
     }
@@ -249,7 +263,13 @@ int main(int argc, char **argv)
     if (allgather) {
         double *s = cc_dup(all + (size_t)rank * span, span);
         double *r = cc_sentinels(span * (size_t)size);
-        MPI_Allgather(s, 1, t, r, 1, gaps ? rt : t, MPI_COMM_WORLD);
+        if (in_place) {
+            cc_put(r + (size_t)rank * span, all + (size_t)rank * span, span * sizeof(double));
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, 1, gaps ? rt : t,
+                          MPI_COMM_WORLD);
+        } else {
+            MPI_Allgather(s, 1, t, r, 1, gaps ? rt : t, MPI_COMM_WORLD);
+        }
         fails += cc_check(gaps ? "allgather(gaps)" : "allgather", n, r, all,
                           span * (size_t)size);
         cc_free(s);
