@@ -64,22 +64,20 @@ typedef struct gpo_mv_part {
 
 /* count elements of dt lie in [0, count * size) without gaps, so a block
  * of them displaced by d extents starts d extents into the buffer */
-static int block_ok(struct ompi_datatype_t *dt, gpo_count_t count)
-{
-    size_t size = 0;
-    if (count <= 0) {
-        return 1;
-    }
-    ompi_datatype_type_size(dt, &size);
-    const gpo_span_t s = gpo_span(dt, count);
-    return gpo_dense(dt, count) && (s.lo == 0) && ((size_t)s.hi == size * (size_t)count);
-}
-
 static size_t size_of(struct ompi_datatype_t *dt)
 {
     size_t size = 0;
     ompi_datatype_type_size(dt, &size);
     return size;
+}
+
+static int block_ok(struct ompi_datatype_t *dt, gpo_count_t count)
+{
+    if (count <= 0) {
+        return 1;
+    }
+    const gpo_span_t s = gpo_span(dt, count);
+    return gpo_dense(dt, count) && (s.lo == 0) && ((size_t)s.hi == size_of(dt) * (size_t)count);
 }
 
 static ptrdiff_t extent_of(struct ompi_datatype_t *dt)
@@ -402,6 +400,26 @@ static void to_root(ptrdiff_t *disp, uint64_t *len, int root, struct ompi_dataty
     len[root] = count > 0 ? (uint64_t)size_of(dt) * (uint64_t)count : 0;
 }
 
+/* The root's blocks of a gather (what it receives) or scatter (what it
+ * sends): counts[i] elements at displs[i] extents (counts NULL: count each,
+ * one after another), none for itself in place; whether they lie without
+ * gaps */
+static int root_blocks(ptrdiff_t *disp, uint64_t *len, int n, int root, int in_place,
+                       struct ompi_datatype_t *dt, gpo_count_t count, const gpo_counts_t *counts,
+                       const gpo_displs_t *displs)
+{
+    gpo_count_t max = count;
+    if (counts != NULL) {
+        varied(disp, len, n, dt, *counts, *displs, &max);
+    } else {
+        uniform(disp, len, n, dt, count, count);
+    }
+    if (in_place) {
+        len[root] = 0; /* its own block stays where it is */
+    }
+    return block_ok(dt, max);
+}
+
 int gpo_devmove_gather(const void *sbuf, gpo_count_t scount, struct ompi_datatype_t *sdt,
                        void *rbuf, gpo_count_t rcount, const gpo_counts_t *rcounts,
                        const gpo_displs_t *displs, struct ompi_datatype_t *rdt, int root,
@@ -409,7 +427,6 @@ int gpo_devmove_gather(const void *sbuf, gpo_count_t scount, struct ompi_datatyp
 {
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
     gpo_mv_part_t p = {.sbuf = (sbuf == MPI_IN_PLACE) ? NULL : sbuf, .rbuf = NULL, .dense = 1};
-    gpo_count_t rmax = rcount;
     if (!may_move(comm, m) || (root < 0) || (root >= n)) {
         return 1;
     }
@@ -425,15 +442,9 @@ int gpo_devmove_gather(const void *sbuf, gpo_count_t scount, struct ompi_datatyp
     }
     if (me == root) {
         p.rbuf = rbuf;
-        if (rcounts != NULL) {
-            varied(p.rdisp, p.rlen, n, rdt, *rcounts, *displs, &rmax);
-        } else {
-            uniform(p.rdisp, p.rlen, n, rdt, rcount, rcount);
-        }
-        if (p.sbuf == NULL) {
-            p.rlen[root] = 0; /* in place: its block is there already */
-        }
-        p.dense = p.dense && block_ok(rdt, rmax);
+        p.dense = root_blocks(p.rdisp, p.rlen, n, root, p.sbuf == NULL, rdt, rcount, rcounts,
+                              displs) &&
+                  p.dense;
     }
     return devmove(&p, comm, m, rc);
 }
@@ -445,7 +456,6 @@ int gpo_devmove_scatter(const void *sbuf, gpo_count_t scount, const gpo_counts_t
 {
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
     gpo_mv_part_t p = {.sbuf = NULL, .rbuf = (rbuf == MPI_IN_PLACE) ? NULL : rbuf, .dense = 1};
-    gpo_count_t smax = scount;
     if (!may_move(comm, m) || (root < 0) || (root >= n)) {
         return 1;
     }
@@ -455,15 +465,9 @@ int gpo_devmove_scatter(const void *sbuf, gpo_count_t scount, const gpo_counts_t
     }
     if (me == root) {
         p.sbuf = sbuf;
-        if (scounts != NULL) {
-            varied(p.sdisp, p.slen, n, sdt, *scounts, *displs, &smax);
-        } else {
-            uniform(p.sdisp, p.slen, n, sdt, scount, scount);
-        }
-        if (p.rbuf == NULL) {
-            p.slen[root] = 0; /* in place: its block stays where it is */
-        }
-        p.dense = p.dense && block_ok(sdt, smax);
+        p.dense = root_blocks(p.sdisp, p.slen, n, root, p.rbuf == NULL, sdt, scount, scounts,
+                              displs) &&
+                  p.dense;
     }
     return devmove(&p, comm, m, rc);
 }
