@@ -23,7 +23,7 @@
 #              default "-m 4:4194304 -i 50")
 #   COLL_MODES the data-moving collectives' settings (default "moves1 moves0"):
 #              moves1/moves0 coll_gdrpipe_device_moves 1/0, gpu0
-#              coll_gdrpipe_device_moves_gpu 0 (allgather/alltoall not on the GPU)
+#              coll_gdrpipe_device_moves_gpu 0 (no data moved on the GPU)
 #
 # Settings: v2 = gdrpipe-run's defaults (UCX's protocol v2 on 1.16+); v1 (D D only) =
 # UCX_PROTO_ENABLE=n; rndv = v2 with every message by rendezvous

@@ -163,7 +163,7 @@ int gp_cuda_copy_many(int device, const struct gp_copy_desc *d, size_t n, char *
             if (st.ok()) st = cu::wait(tok);
             if (!st.ok() && st.code == CUDA_ERROR_NOT_SUPPORTED) {
                 // a device that refuses the kernel (nothing ran): the
-                // driver's copies instead, from now on
+                // driver's copies instead, for the rest of this call
                 one_by_one = true;
                 st = {};
             }
