@@ -128,6 +128,35 @@ int main(int argc, char **argv) {
                                    n / 20,
                                    [&] { cuda::copy(reinterpret_cast<void *>(d1), p0, 8, o); }));
     }
+    // the copy transport's short copies (UCP's eager pack and unpack of a
+    // device message) beside the driver's own calls on the same buffers
+    std::vector<char> pageable(4096, 1);
+    void *hp = pageable.data();
+    CUstream st = nullptr;
+    api.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING);
+    char err[128];
+    rows.push_back(measure("get_short 8 B D2H (gp_cuda_copy_dev)", n / 20, [&] {
+        gp_cuda_copy_dev(hp, p0, 8, GP_CUDA_SRC_DEVICE, err, sizeof(err));
+    }));
+    rows.push_back(measure("8 B D2H cuMemcpy", n / 20, [&] {
+        api.cuMemcpy(reinterpret_cast<CUdeviceptr>(hp), d0, 8);
+    }));
+    rows.push_back(measure("8 B D2H cuMemcpyAsync+sync", n / 20, [&] {
+        api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(hp), d0, 8, st);
+        api.cuStreamSynchronize(st);
+    }));
+    rows.push_back(measure("put_short 8 B H2D (gp_cuda_copy_dev)", n / 20, [&] {
+        gp_cuda_copy_dev(p0, hp, 8, GP_CUDA_DST_DEVICE, err, sizeof(err));
+    }));
+    rows.push_back(measure("8 B H2D cuMemcpyAsync+sync", n / 20, [&] {
+        api.cuMemcpyAsync(d0, reinterpret_cast<CUdeviceptr>(hp), 8, st);
+        api.cuStreamSynchronize(st);
+    }));
+    rows.push_back(measure("8 B H2D cuMemcpyHtoD (+legacy sync)", n / 20, [&] {
+        api.cuMemcpyHtoD(d0, hp, 8);
+        api.cuStreamSynchronize(CU_STREAM_LEGACY);
+    }));
+    api.cuStreamDestroy(st);
     std::printf("%-40s %10s %10s\n", "call", "median ns", "mean ns");
     for (const Row &r : rows) std::printf("%-40s %10.1f %10.1f\n", r.name, r.median_ns, r.mean_ns);
     api.cuMemFree(d0);
