@@ -49,9 +49,20 @@ static ucs_config_field_t gdrpipe_md_config_table[] = {
      * wire in between (their copies go in one batched launch); a lone one (an
      * acknowledgement) stays eager. */
     {"DEVICE_RNDV_BURST", "y",
-     "Device tag sends below DEVICE_RNDV_THRESH in a window of sends "
-     "go by rendezvous too (n: the threshold alone).",
+     "Device tag sends in a window of sends go by rendezvous: below "
+     "DEVICE_RNDV_THRESH too, and none from a host copy (DEVICE_HOST_EAGER) "
+     "(n: the threshold and the receivers alone decide).",
      ucs_offsetof(gdrpipe_md_config_t, device_rndv_burst), UCS_CONFIG_TYPE_BOOL},
+
+    /* The sender chooses between eager and rendezvous, the receiver's buffer
+     * decides which is faster: a device message into host memory is one
+     * device-to-host copy either way, so eagerly it saves the rendezvous'
+     * round; into device memory, rendezvous saves a copy. The receivers'
+     * reads tell the sender where its device data lands (ucp_send_host.c). */
+    {"DEVICE_HOST_EAGER", "8k",
+     "Device tag sends up to this size go eagerly, from a host copy, while "
+     "their receivers take device data into host memory (0: never).",
+     ucs_offsetof(gdrpipe_md_config_t, device_host_eager), UCS_CONFIG_TYPE_MEMUNITS},
 
     /* Endpoints created with a peer's address and without an error handler (Open
      * MPI 4.1 creates all of its endpoints so). exit: the process logs the error

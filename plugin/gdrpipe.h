@@ -32,6 +32,7 @@ typedef struct gdrpipe_md_config {
     int             pool_ipc;  /* export stream-ordered pool memory for the direct path */
     size_t          device_rndv_thresh; /* device tag sends by rendezvous from here */
     int             device_rndv_burst;  /* and below it within a window of sends */
+    size_t          device_host_eager;  /* device sends to host memory eagerly to here */
     int             unhandled_ep_error; /* GDRPIPE_EP_ERR_* (ucp_ep_err.c) */
     double          tcp_timeout;        /* UCX's TCP sockets' bound, s (tcp_bound.c) */
 } gdrpipe_md_config_t;
@@ -128,6 +129,17 @@ void gdrpipe_send_configure(size_t device_rndv_thresh, int burst);
 void gdrpipe_send_add_component(const uct_component_t *component);
 uint64_t gdrpipe_send_device_count(void);
 uint64_t gdrpipe_send_burst_count(void); /* of them, given the window's threshold (1) */
+/* ucp_send_host.c: small device tag sends to receivers that take them into
+ * host memory go eagerly, from a host copy (UCX_GDRPIPE_DEVICE_HOST_EAGER) */
+#define GDRPIPE_SINK_HINT_AM_ID 0xfd /* the receivers' word, on the wire's FIFO */
+void gdrpipe_send_host_configure(size_t max_len);
+size_t gdrpipe_send_host_max(void);                /* 0: off */
+void gdrpipe_send_sink_hint(const void *data, uint32_t len); /* from the wire */
+void gdrpipe_send_sink_hint_set(int host); /* our own write told us */
+/* whether this send went eagerly from a host copy (*ret: UCP's answer) */
+int gdrpipe_send_host_try(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
+                          const ucp_request_param_t *param, ucs_status_ptr_t *ret);
+uint64_t gdrpipe_send_host_count(void);
 /* a receive was posted (ucp_recv.c): a device one opens a window of sends */
 void gdrpipe_send_note_recv(const void *buffer, const ucp_request_param_t *param);
 /* progress calls of gdrpipe's wire in this thread (a device send that follows

@@ -257,6 +257,8 @@ ucs_status_t gdrpipe_md_open(uct_component_t *component, const char *md_name,
         gdrpipe_send_configure(
                 ucs_derived_of(config, gdrpipe_md_config_t)->device_rndv_thresh,
                 ucs_derived_of(config, gdrpipe_md_config_t)->device_rndv_burst);
+        gdrpipe_send_host_configure(
+                ucs_derived_of(config, gdrpipe_md_config_t)->device_host_eager);
         gdrpipe_ep_err_configure(
                 ucs_derived_of(config, gdrpipe_md_config_t)->unhandled_ep_error);
         gdrpipe_tcp_bound_configure(ucs_derived_of(config, gdrpipe_md_config_t)->tcp_timeout);

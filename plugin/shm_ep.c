@@ -76,6 +76,8 @@ static UCS_CLASS_INIT_FUNC(gdrpipe_shm_ep_t, const uct_ep_params_t *params)
     self->on_pending_list = 0;
     self->fenced          = 0;
     self->dispatching     = 0;
+    self->sink_said       = -1;
+    self->sink_reads      = 0;
     /* messages from the peer arrive in our FIFO: make sure progress runs */
     uct_base_iface_progress_enable(&iface->super.super,
                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
@@ -307,6 +309,44 @@ static int gdrpipe_shm_iov_is_host(const uct_iov_t *iov, size_t iovcnt)
     return 1;
 }
 
+/* Where the device data of a rendezvous lands (ucp_send_host.c): a read of
+ * the peer's device memory tells the peer, in one byte on its FIFO, when
+ * the answer changes and every GDRPIPE_SINK_HINT_EVERY reads (a full FIFO
+ * skips it); a write of our device memory into the peer's tells us.
+ * local_host: whether the local buffers are host memory (-1: not known) */
+#define GDRPIPE_SINK_HINT_EVERY 64
+
+static void gdrpipe_shm_ep_sink(gdrpipe_shm_ep_t *ep, const uct_iov_t *iov, size_t iovcnt,
+                                const gp_rkey_t *rk, int is_get, int local_host)
+{
+    uint64_t index;
+    uint8_t *word;
+
+    if (local_host < 0) {
+        local_host = gdrpipe_shm_iov_is_host(iov, iovcnt);
+    }
+    if (!is_get) {
+        if (!local_host) {
+            gdrpipe_send_sink_hint_set(rk->kind == GP_RKEY_HOST);
+        }
+        return;
+    }
+    if (rk->kind == GP_RKEY_HOST) {
+        return; /* the peer's host memory: nothing to tell */
+    }
+    if ((local_host == ep->sink_said) &&
+        ((++ep->sink_reads % GDRPIPE_SINK_HINT_EVERY) != 0)) {
+        return;
+    }
+    word = gp_shm_reserve(ep->peer, &index);
+    if (word == NULL) {
+        return;
+    }
+    *word = (uint8_t)local_host;
+    gp_shm_commit(ep->peer, index, GDRPIPE_SINK_HINT_AM_ID, 1);
+    ep->sink_said = local_host;
+}
+
 /* One-sided transfer: host memory on both sides goes by CMA; anything
  * involving GPU memory goes to the data paths (direct or staged). */
 static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -317,6 +357,7 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     gdrpipe_shm_ep_t *ep       = ucs_derived_of(tl_ep, gdrpipe_shm_ep_t);
     gdrpipe_shm_iface_t *iface = gdrpipe_shm_ep_iface(tl_ep);
     const gp_rkey_t *rk        = (const gp_rkey_t*)rkey;
+    int local_host             = -1; /* not known yet */
     struct iovec local[GDRPIPE_SHM_MAX_IOV];
     size_t n;
     int ret;
@@ -342,8 +383,10 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                   uct_iov_total_length(iov, iovcnt));
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((rk == NULL) || ((rk->kind == GP_RKEY_HOST) &&
-                         gdrpipe_shm_iov_is_host(iov, iovcnt))) {
+    if ((rk != NULL) && (rk->kind == GP_RKEY_HOST)) {
+        local_host = gdrpipe_shm_iov_is_host(iov, iovcnt);
+    }
+    if ((rk == NULL) || local_host == 1) {
         return gdrpipe_shm_cma_status(ep, is_get ?
                                       gp_cma_read(ep->pid, local, n, remote_addr) :
                                       gp_cma_write(ep->pid, local, n, remote_addr),
@@ -352,6 +395,9 @@ static ucs_status_t gdrpipe_shm_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     if (iface->xfer == NULL) {
         ucs_error("gdrpipe: GPU memory transfer but the data paths are unavailable");
         return UCS_ERR_UNSUPPORTED;
+    }
+    if (gdrpipe_send_host_max() != 0) {
+        gdrpipe_shm_ep_sink(ep, iov, iovcnt, rk, is_get, local_host);
     }
     ret = gdrpipe_shm_xfer_start(iface, ep->peer, is_get, local, n, remote_addr, rk,
                         gdrpipe_shm_xfer_done, comp);

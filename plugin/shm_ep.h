@@ -24,6 +24,9 @@ typedef struct gdrpipe_shm_ep {
     int                  on_pending_list;
     int                  fenced;     /* later operations wait for GPU transfers */
     int                  dispatching; /* its queued requests are being sent */
+    int                  sink_said;   /* the last word sent to the peer on where its
+                                         device data lands here (1: host; -1: none) */
+    unsigned             sink_reads;  /* reads of the peer's device memory */
 } gdrpipe_shm_ep_t;
 
 UCS_CLASS_DECLARE_NEW_FUNC(gdrpipe_shm_ep_t, uct_ep_t, const uct_ep_params_t*);

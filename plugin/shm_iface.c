@@ -149,6 +149,10 @@ static void gdrpipe_shm_iface_am_cb(void *arg, uint8_t am_id, void *data, uint32
         }
         return;
     }
+    if (am_id == GDRPIPE_SINK_HINT_AM_ID) {
+        gdrpipe_send_sink_hint(data, len);
+        return;
+    }
     if (am_id >= UCT_AM_ID_MAX) {
         gdrpipe_peer_error("gdrpipe: dropped message with invalid active message id %u", am_id);
         return;
@@ -288,11 +292,13 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     if (self->stats) {
         ucs_info("gdrpipe: device tag sends by rendezvous (DEVICE_RNDV_THRESH): %lu, "
-                 "of them in a window of sends (DEVICE_RNDV_BURST): %lu; endpoints "
+                 "of them in a window of sends (DEVICE_RNDV_BURST): %lu; device tag "
+                 "sends from a host copy (DEVICE_HOST_EAGER): %lu; endpoints "
                  "given an error handler (UNHANDLED_EP_ERROR): %lu; TCP sockets "
                  "watched (TCP_TIMEOUT): %lu",
                  (unsigned long)gdrpipe_send_device_count(),
                  (unsigned long)gdrpipe_send_burst_count(),
+                 (unsigned long)gdrpipe_send_host_count(),
                  (unsigned long)gdrpipe_ep_err_count(),
                  (unsigned long)gdrpipe_tcp_bound_count());
     }

@@ -60,18 +60,26 @@ void gdrpipe_send_configure(size_t device_rndv_thresh, int burst)
     gdrpipe_send_burst         = burst;
 }
 
-/* The threshold of this device send: DEVICE_RNDV_THRESH, or 1 when the send
- * follows another device send or a posted device receive (ucp_recv.c) of this
- * thread with no progress of the wire in between (a window of sends, whose copies go in one batched launch; a lone
- * tiny send, e.g. an acknowledgement, costs a GPU hand-over more by
- * rendezvous than packed when two processes share a GPU, bench/RESULTS.md) */
-static size_t gdrpipe_send_thresh_now(void)
+/* Whether this device send is part of a window of sends: it follows another
+ * device send or a posted device receive (ucp_recv.c) of this thread with no
+ * progress of the wire in between. A window goes by rendezvous, whose
+ * copies go in one batched launch (DEVICE_RNDV_BURST); a lone send may go
+ * packed (a tiny one, e.g. an acknowledgement, costs a GPU hand-over more
+ * by rendezvous when two processes share a GPU, bench/RESULTS.md) or from a
+ * host copy (ucp_send_host.c). Called once per device send. */
+static int gdrpipe_send_in_window(void)
 {
     const uint64_t round = gdrpipe_progress_calls + 1;
     const int in_window  = (gdrpipe_send_last_round == round);
 
     gdrpipe_send_last_round = round;
-    if (gdrpipe_send_burst && in_window && (gdrpipe_send_device_thresh > 1)) {
+    return gdrpipe_send_burst && in_window;
+}
+
+/* The threshold of this device send: DEVICE_RNDV_THRESH, or 1 in a window */
+static size_t gdrpipe_send_thresh_for(int in_window)
+{
+    if (in_window && (gdrpipe_send_device_thresh > 1)) {
         return 1;
     }
     return gdrpipe_send_device_thresh;
@@ -190,14 +198,16 @@ static UCS_F_NOINLINE int gdrpipe_send_begin_device(ucp_ep_h ep, size_t thresh,
     return 1;
 }
 
-/* whether this call is one for gdrpipe_send_begin_device (inline: a host
- * send pays a few loads and compares, then goes on to UCP in a tail call) */
+/* whether this call is one for the device path (a host copy, or
+ * gdrpipe_send_begin_device; inline: a host send pays a few loads and
+ * compares, then goes on to UCP in a tail call) */
 static UCS_F_ALWAYS_INLINE int
 gdrpipe_send_wants(const void *buffer, const ucp_request_param_t *param)
 {
     /* a rendezvous never completes at once: a call that must is left as
      * the caller asked (UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) */
-    return (gdrpipe_send_device_thresh != GDRPIPE_SEND_OFF) &&
+    return ((gdrpipe_send_device_thresh != GDRPIPE_SEND_OFF) ||
+            (gdrpipe_send_host_max() != 0)) &&
            gdrpipe_send_is_device(buffer, param) &&
            ((param == NULL) || !(param->op_attr_mask & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL));
 }
@@ -209,16 +219,21 @@ static void gdrpipe_send_end(gdrpipe_ucx_rndv_saved_t *s)
 
 /* One wrapper per send call: _name is UCP's function, _dev the out-of-line
  * device path; RET, PARAMS and ARGS spell the signature. */
-#define GDRPIPE_SEND_WRAP(_ret, _name, _params, _args, _param) \
+#define GDRPIPE_SEND_WRAP(_ret, _name, _params, _args, _param, _host) \
     typedef _ret (*_name##_fn_t) _params; \
     static _name##_fn_t _name##_real; \
     \
     static UCS_F_NOINLINE _ret _name##_dev _params \
     { \
+        const int in_window = gdrpipe_send_in_window(); \
         gdrpipe_ucx_rndv_saved_t s; \
         _ret ret; \
         \
-        if (!gdrpipe_send_begin_device(ep, gdrpipe_send_thresh_now(), &s)) { \
+        if (!in_window && (_host)) { \
+            return ret; \
+        } \
+        if ((gdrpipe_send_device_thresh == GDRPIPE_SEND_OFF) || \
+            !gdrpipe_send_begin_device(ep, gdrpipe_send_thresh_for(in_window), &s)) { \
             return _name##_real _args; \
         } \
         ret = _name##_real _args; \
@@ -237,23 +252,24 @@ static void gdrpipe_send_end(gdrpipe_ucx_rndv_saved_t *s)
 GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_nbx,
                   (ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
                    const ucp_request_param_t *param),
-                  (ep, buffer, count, tag, param), param)
+                  (ep, buffer, count, tag, param), param,
+                  gdrpipe_send_host_try(ep, buffer, count, tag, param, &ret))
 GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_sync_nbx,
                   (ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
                    const ucp_request_param_t *param),
-                  (ep, buffer, count, tag, param), param)
+                  (ep, buffer, count, tag, param), param, 0)
 GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_nb,
                   (ucp_ep_h ep, const void *buffer, size_t count, ucp_datatype_t datatype,
                    ucp_tag_t tag, ucp_send_callback_t cb),
-                  (ep, buffer, count, datatype, tag, cb), NULL)
+                  (ep, buffer, count, datatype, tag, cb), NULL, 0)
 GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_sync_nb,
                   (ucp_ep_h ep, const void *buffer, size_t count, ucp_datatype_t datatype,
                    ucp_tag_t tag, ucp_send_callback_t cb),
-                  (ep, buffer, count, datatype, tag, cb), NULL)
+                  (ep, buffer, count, datatype, tag, cb), NULL, 0)
 GDRPIPE_SEND_WRAP(ucs_status_t, ucp_tag_send_nbr,
                   (ucp_ep_h ep, const void *buffer, size_t count, ucp_datatype_t datatype,
                    ucp_tag_t tag, void *req),
-                  (ep, buffer, count, datatype, tag, req), NULL)
+                  (ep, buffer, count, datatype, tag, req), NULL, 0)
 
 /* UCP's own functions, found once at load (libucp is loaded before the
  * plugin: the plugin depends on it) */

@@ -9,6 +9,10 @@
 #   expect-path.sh device-rndv-burst CMD...  some of them with the threshold 1,
 #                                   in a window of sends (DEVICE_RNDV_BURST)
 #   expect-path.sh no-device-rndv-burst CMD...  none of them
+#   expect-path.sh host-eager CMD...  some device tag sends went eagerly from
+#                                   a host copy (DEVICE_HOST_EAGER: their
+#                                   receivers took device data into host memory)
+#   expect-path.sh no-host-eager CMD...  none did
 #   expect-path.sh moves-handed-on CMD...  some data-moving collectives gave
 #                                   their device buffers to Open MPI's own
 #                                   algorithms (coll/gdrpipe's device_moves)
@@ -55,12 +59,15 @@ moves-handed-on | no-moves-handed-on)
     esac
     exit
     ;;
-device-rndv | no-device-rndv | device-rndv-burst | no-device-rndv-burst)
+device-rndv | no-device-rndv | device-rndv-burst | no-device-rndv-burst | host-eager | no-host-eager)
     # one line per interface: "device tag sends by rendezvous
-    # (DEVICE_RNDV_THRESH): N, of them in a window of sends (DEVICE_RNDV_BURST): M"
+    # (DEVICE_RNDV_THRESH): N, of them in a window of sends (DEVICE_RNDV_BURST): M;
+    # device tag sends from a host copy (DEVICE_HOST_EAGER): K"
     case $want in
     *-burst) pattern='of them in a window of sends (DEVICE_RNDV_BURST): [0-9]*'
              what="device tag sends given the window's threshold" ;;
+    *host-eager) pattern='device tag sends from a host copy (DEVICE_HOST_EAGER): [0-9]*'
+                 what="device tag sends from a host copy" ;;
     *) pattern='device tag sends by rendezvous (DEVICE_RNDV_THRESH): [0-9]*'
        what="device tag sends by rendezvous" ;;
     esac

@@ -1,0 +1,151 @@
+/* Small device tag sends whose receivers take them into host memory go
+ * eagerly, from a host copy (UCX_GDRPIPE_DEVICE_HOST_EAGER).
+ *
+ * The sender picks eager or rendezvous; which is faster depends on the
+ * receiver's buffer, which the sender does not know. Into device memory,
+ * rendezvous moves a message with one copy (the receiver's read of the
+ * sender's device buffer) where eager takes two (to host memory at the
+ * sender, back to the device at the receiver). Into host memory both take
+ * one device-to-host copy, and eager saves the rendezvous' round trip and
+ * its bookkeeping (osu_latency D H: bench/RESULTS.md). So device sends go by
+ * rendezvous (ucp_send.c under protocol v1, UCP's choice under v2) until
+ * the receivers say otherwise.
+ *
+ * The receivers say it from their rendezvous reads: the wire's get from a
+ * peer's device memory (shm_ep.c) tells the owner whether it landed in host
+ * memory, in one byte on the wire when the answer changes and every 64
+ * reads; the sender's own rendezvous write tells it directly. While the last word is "host", a device
+ * send of up to DEVICE_HOST_EAGER bytes is copied to host memory here and
+ * handed to UCP as a host send (eager); every GDRPIPE_SINK_PROBE_EVERY-th
+ * one goes the usual way, so that a receiver that now takes device memory
+ * is heard again. The word is the process's, not an endpoint's: a process
+ * that sends to host and device buffers alike follows its last reader. A
+ * wrong guess costs time, never data: both ways deliver the same bytes,
+ * in order (one endpoint, one lane). */
+#include "gdrpipe.h"
+
+#include <stdlib.h>
+
+#define GDRPIPE_SINK_PROBE_EVERY 16
+
+static size_t gdrpipe_send_host_limit;   /* 0: off */
+static int gdrpipe_send_sink_host;       /* the receivers' last word */
+static uint64_t gdrpipe_send_host_sends; /* sent from a host copy */
+static __thread unsigned gdrpipe_send_host_probe
+        __attribute__((tls_model("initial-exec")));
+
+typedef ucs_status_ptr_t (*gdrpipe_send_nbx_fn_t)(ucp_ep_h ep, const void *buffer,
+                                                   size_t count, ucp_tag_t tag,
+                                                   const ucp_request_param_t *param);
+static gdrpipe_send_nbx_fn_t gdrpipe_send_host_nbx; /* libucp's ucp_tag_send_nbx */
+
+/* a send in flight from its host copy: UCP's completion frees it */
+typedef struct {
+    ucp_send_nbx_callback_t cb;        /* the caller's, or NULL */
+    void                    *user_data;
+    char                    data[];
+} gdrpipe_send_copy_t;
+
+void gdrpipe_send_host_configure(size_t max_len)
+{
+    gdrpipe_send_host_limit = (max_len == UCS_MEMUNITS_AUTO) ? 8192 :
+                              (max_len == UCS_MEMUNITS_INF) ? SIZE_MAX : max_len;
+}
+
+size_t gdrpipe_send_host_max(void)
+{
+    return gdrpipe_send_host_limit;
+}
+
+void gdrpipe_send_sink_hint(const void *data, uint32_t len)
+{
+    if (len != 1) {
+        gdrpipe_peer_error("gdrpipe: dropped a receiver's word of %u bytes", len);
+        return;
+    }
+    gdrpipe_send_sink_hint_set(*(const uint8_t*)data != 0);
+}
+
+void gdrpipe_send_sink_hint_set(int host)
+{
+    __atomic_store_n(&gdrpipe_send_sink_host, host, __ATOMIC_RELAXED);
+}
+
+uint64_t gdrpipe_send_host_count(void)
+{
+    return __atomic_load_n(&gdrpipe_send_host_sends, __ATOMIC_RELAXED);
+}
+
+static void gdrpipe_send_copy_done(void *request, ucs_status_t status, void *arg)
+{
+    gdrpipe_send_copy_t *c        = arg;
+    ucp_send_nbx_callback_t cb    = c->cb;
+    void *user_data               = c->user_data;
+
+    free(c);
+    if (cb != NULL) {
+        cb(request, status, user_data);
+    }
+}
+
+/* the bytes of a contiguous send (0: not contiguous) */
+static size_t gdrpipe_send_contig_len(size_t count, const ucp_request_param_t *param)
+{
+    ucp_datatype_t dt = ucp_dt_make_contig(1);
+
+    if ((param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE)) {
+        dt = param->datatype;
+    }
+    if ((dt & UCP_DATATYPE_CLASS_MASK) != UCP_DATATYPE_CONTIG) {
+        return 0;
+    }
+    return count * (size_t)(dt >> UCP_DATATYPE_SHIFT);
+}
+
+int gdrpipe_send_host_try(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
+                          const ucp_request_param_t *param, ucs_status_ptr_t *ret)
+{
+    const size_t len = gdrpipe_send_contig_len(count, param);
+    ucp_request_param_t p;
+    gdrpipe_send_copy_t *c;
+    char err[256];
+
+    if ((len == 0) || (len > gdrpipe_send_host_limit) ||
+        !__atomic_load_n(&gdrpipe_send_sink_host, __ATOMIC_RELAXED) ||
+        ((++gdrpipe_send_host_probe % GDRPIPE_SINK_PROBE_EVERY) == 0)) {
+        return 0;
+    }
+    c = malloc(sizeof(*c) + len);
+    if (c == NULL) {
+        return 0;
+    }
+    if (gp_cuda_copy_dev(c->data, buffer, len, GP_CUDA_SRC_DEVICE, err, sizeof(err)) != 0) {
+        ucs_debug("gdrpipe: device send of %zu bytes by UCP: its host copy failed: %s",
+                  len, err);
+        free(c);
+        return 0;
+    }
+    if (param != NULL) {
+        p = *param;
+    } else {
+        p.op_attr_mask = 0;
+    }
+    c->cb        = (p.op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) ? p.cb.send : NULL;
+    c->user_data = (p.op_attr_mask & UCP_OP_ATTR_FIELD_USER_DATA) ? p.user_data : NULL;
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                      UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p.cb.send       = gdrpipe_send_copy_done;
+    p.user_data     = c;
+    p.memory_type   = UCS_MEMORY_TYPE_HOST;
+    *ret = gdrpipe_send_host_nbx(ep, c->data, count, tag, &p);
+    if (!UCS_PTR_IS_PTR(*ret)) {
+        free(c); /* done at once, or failed: no completion follows */
+    }
+    __atomic_fetch_add(&gdrpipe_send_host_sends, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+static void UCS_F_CTOR gdrpipe_send_host_init(void)
+{
+    gdrpipe_send_host_nbx = (gdrpipe_send_nbx_fn_t)gdrpipe_preload_next("ucp_tag_send_nbx");
+}
