@@ -24,6 +24,7 @@
  * in order (one endpoint, one lane). */
 #include "gdrpipe.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #define GDRPIPE_SINK_PROBE_EVERY 16
@@ -40,16 +41,80 @@ typedef ucs_status_ptr_t (*gdrpipe_send_nbx_fn_t)(ucp_ep_h ep, const void *buffe
 static gdrpipe_send_nbx_fn_t gdrpipe_send_host_nbx; /* libucp's ucp_tag_send_nbx */
 
 /* a send in flight from its host copy: UCP's completion frees it */
-typedef struct {
-    ucp_send_nbx_callback_t cb;        /* the caller's, or NULL */
-    void                    *user_data;
-    char                    data[];
+typedef struct gdrpipe_send_copy {
+    struct gdrpipe_send_copy *next;    /* in the free list */
+    ucp_send_nbx_callback_t  cb;       /* the caller's, or NULL */
+    void                     *user_data;
+    int                      pinned;   /* one of the pool's */
+    char                     data[] UCS_V_ALIGNED(64);
 } gdrpipe_send_copy_t;
+
+/* The host copies: page-locked memory, which the device writes faster than
+ * pageable memory (a copy of 8 B to 8 KiB: 1-2 us less on the H100), kept in
+ * a free list once made; up to GDRPIPE_SEND_COPY_POOL of them, then malloc
+ * for the rest. They live as long as the process. */
+#define GDRPIPE_SEND_COPY_POOL 256
+static pthread_mutex_t gdrpipe_send_copy_lock = PTHREAD_MUTEX_INITIALIZER;
+static gdrpipe_send_copy_t *gdrpipe_send_copy_free;
+static unsigned gdrpipe_send_copy_made;
+static size_t gdrpipe_send_copy_size; /* the data of a pooled one */
+
+static gdrpipe_send_copy_t *gdrpipe_send_copy_get(size_t len)
+{
+    gdrpipe_send_copy_t *c = NULL;
+    char err[256];
+    int make;
+
+    if (len <= gdrpipe_send_copy_size) {
+        pthread_mutex_lock(&gdrpipe_send_copy_lock);
+        c = gdrpipe_send_copy_free;
+        if (c != NULL) {
+            gdrpipe_send_copy_free = c->next;
+        }
+        make = (c == NULL) && (gdrpipe_send_copy_made < GDRPIPE_SEND_COPY_POOL);
+        gdrpipe_send_copy_made += make;
+        pthread_mutex_unlock(&gdrpipe_send_copy_lock);
+        if (c != NULL) {
+            return c;
+        }
+        if (make) {
+            c = gp_cuda_host_alloc(sizeof(*c) + gdrpipe_send_copy_size, err, sizeof(err));
+            if (c != NULL) {
+                c->pinned = 1;
+                return c;
+            }
+            ucs_debug("gdrpipe: page-locked host copy: %s", err);
+        }
+    }
+    c = malloc(sizeof(*c) + len);
+    if (c != NULL) {
+        c->pinned = 0;
+    }
+    return c;
+}
+
+static void gdrpipe_send_copy_put(gdrpipe_send_copy_t *c)
+{
+    if (!c->pinned) {
+        free(c);
+        return;
+    }
+    pthread_mutex_lock(&gdrpipe_send_copy_lock);
+    c->next                = gdrpipe_send_copy_free;
+    gdrpipe_send_copy_free = c;
+    pthread_mutex_unlock(&gdrpipe_send_copy_lock);
+}
 
 void gdrpipe_send_host_configure(size_t max_len)
 {
     gdrpipe_send_host_limit = (max_len == UCS_MEMUNITS_AUTO) ? 8192 :
                               (max_len == UCS_MEMUNITS_INF) ? SIZE_MAX : max_len;
+    pthread_mutex_lock(&gdrpipe_send_copy_lock);
+    if (gdrpipe_send_copy_made == 0) {
+        /* the first memory domain's setting sizes the pool's copies */
+        gdrpipe_send_copy_size = ucs_min(gdrpipe_send_host_limit, 65536);
+    }
+    pthread_mutex_unlock(&gdrpipe_send_copy_lock);
 }
 
 size_t gdrpipe_send_host_max(void)
@@ -82,7 +147,7 @@ static void gdrpipe_send_copy_done(void *request, ucs_status_t status, void *arg
     ucp_send_nbx_callback_t cb    = c->cb;
     void *user_data               = c->user_data;
 
-    free(c);
+    gdrpipe_send_copy_put(c);
     if (cb != NULL) {
         cb(request, status, user_data);
     }
@@ -115,14 +180,14 @@ int gdrpipe_send_host_try(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag
         ((++gdrpipe_send_host_probe % GDRPIPE_SINK_PROBE_EVERY) == 0)) {
         return 0;
     }
-    c = malloc(sizeof(*c) + len);
+    c = gdrpipe_send_copy_get(len);
     if (c == NULL) {
         return 0;
     }
     if (gp_cuda_copy_dev(c->data, buffer, len, GP_CUDA_SRC_DEVICE, err, sizeof(err)) != 0) {
         ucs_debug("gdrpipe: device send of %zu bytes by UCP: its host copy failed: %s",
                   len, err);
-        free(c);
+        gdrpipe_send_copy_put(c);
         return 0;
     }
     if (param != NULL) {
@@ -139,7 +204,7 @@ int gdrpipe_send_host_try(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag
     p.memory_type   = UCS_MEMORY_TYPE_HOST;
     *ret = gdrpipe_send_host_nbx(ep, c->data, count, tag, &p);
     if (!UCS_PTR_IS_PTR(*ret)) {
-        free(c); /* done at once, or failed: no completion follows */
+        gdrpipe_send_copy_put(c); /* done at once, or failed: no completion follows */
     }
     __atomic_fetch_add(&gdrpipe_send_host_sends, 1, __ATOMIC_RELAXED);
     return 1;

@@ -25,9 +25,17 @@ Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceMan
     *dst_device = true;
     if (opt.device >= 0) return {};
     const Driver &drv = dm.drv();
-    MemInfo di, si; // kind and device only: every copy pays these two queries
+    MemInfo di, si; // kind and device only
     CUresult r = query_kind(dst, &di, drv);
-    if (r == CUDA_SUCCESS) r = query_kind(src, &si, drv);
+    if (r != CUDA_SUCCESS) return failure(r, "cuPointerGetAttributes", -1);
+    if (opt.expect == CopyOptions::Expect::dst_device && di.kind != MemKind::host) {
+        // the expected device destination (a copy transport's put, UCP's
+        // unpack): the copy runs on its device whatever the source is
+        *sync_api = false;
+        *device = di.device < 0 ? 0 : di.device;
+        return {};
+    }
+    r = query_kind(src, &si, drv);
     if (r != CUDA_SUCCESS) return failure(r, "cuPointerGetAttributes", -1);
     // The synchronous API only where it is synchronous by itself: device to
     // host (cuMemcpy returns once the data landed; it is also ordered after
