@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
         cuda::MemInfo mi;
         cuda::query(p0, &mi);
     }));
-    rows.push_back(measure("cuda::query_kind (4 attributes)", n, [&] {
+    rows.push_back(measure("cuda::query_kind (3 attributes)", n, [&] {
         cuda::MemInfo mi;
         cuda::query_kind(p0, &mi);
     }));

@@ -37,16 +37,13 @@ Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceMan
     }
     r = query_kind(src, &si, drv);
     if (r != CUDA_SUCCESS) return failure(r, "cuPointerGetAttributes", -1);
-    // The synchronous API only where it is needed and synchronous by itself:
-    // device to host from memory without SYNC_MEMOPS (pool or VMM memory, or
-    // an allocation the hooks never saw), where an application's pageable
-    // copies into it may still be in flight on the legacy stream, which
-    // cuMemcpy is ordered after (it returns once the data landed). Memory with
-    // SYNC_MEMOPS has no such copies in flight: an async copy plus a stream
-    // synchronize is as fast or faster (H100, 8 B: 8.44 against 9.68 us), and
-    // everywhere else cuMemcpy returns early and would need a legacy-stream
-    // wait, which measured slower still (H200 pair, gdrpipe_physref "single":
-    // H2D pageable 8 B 9.1 against 7.2 us).
+    // The synchronous API only where it is synchronous by itself: device to
+    // host (cuMemcpy returns once the data landed; it is also ordered after
+    // the legacy stream, where an application's pageable copies into pool or
+    // VMM memory may still be in flight). Everywhere else cuMemcpy returns
+    // early and would need a legacy-stream wait, which measured slower than
+    // an async copy plus a stream synchronize on the H200 pair (gdrpipe_physref
+    // "single": H2D pageable 8 B 9.1 against 7.2 us).
     const bool dst_missing = opt.expect == CopyOptions::Expect::dst_device && di.kind == MemKind::host;
     const bool src_missing = opt.expect == CopyOptions::Expect::src_device && si.kind == MemKind::host;
     if (dst_missing || src_missing) {
@@ -56,7 +53,7 @@ Status pick_device(void *dst, const void *src, const CopyOptions &opt, DeviceMan
                       dst_missing ? "destination" : "source", dst_missing ? dst : src);
         return Status{CUDA_ERROR_NOT_MAPPED, what};
     }
-    *sync_api = di.kind == MemKind::host && si.kind != MemKind::host && !si.sync_memops;
+    *sync_api = di.kind == MemKind::host && si.kind != MemKind::host;
     *dst_device = di.kind != MemKind::host;
     if (di.kind != MemKind::host) {
         *device = di.device;

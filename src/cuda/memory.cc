@@ -92,22 +92,14 @@ CUresult query_kind(const void *ptr, MemInfo *out, const Driver &drv) {
     unsigned mem_type = 0;
     unsigned is_managed = 0;
     int ordinal = -1;
-    unsigned sync_memops = 0; // zeroed: the driver writes a bool-sized value
-    void *data[4] = {&mem_type, &is_managed, &ordinal, &sync_memops};
-    CUpointer_attribute attrs[4] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+    void *data[3] = {&mem_type, &is_managed, &ordinal};
+    CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                     CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                    CU_POINTER_ATTRIBUTE_SYNC_MEMOPS};
-    const auto dptr = reinterpret_cast<CUdeviceptr>(ptr);
-    CUresult r = drv.api().cuPointerGetAttributes(4, attrs, data, dptr);
-    if (r != CUDA_SUCCESS) {
-        // a driver that refuses SYNC_MEMOPS here: without it (never set)
-        sync_memops = 0;
-        r = drv.api().cuPointerGetAttributes(3, attrs, data, dptr);
-    }
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    CUresult r = drv.api().cuPointerGetAttributes(3, attrs, data,
+                                                  reinterpret_cast<CUdeviceptr>(ptr));
     if (r != CUDA_SUCCESS || mem_type == 0) return r;
     out->device = ordinal;
-    out->sync_memops = sync_memops != 0;
     if (is_managed != 0) {
         out->kind = MemKind::managed;
     } else if (mem_type == CU_MEMORYTYPE_DEVICE) {

@@ -29,8 +29,6 @@ struct MemInfo {
     bool vmm = false;        // device memory from cuMemCreate/cuMemMap
     bool pool = false;       // device memory from a memory pool (cuMemAllocAsync)
     bool legacy_ipc = false; // usable with cuIpcGetMemHandle
-    bool sync_memops = false; // synchronous copies into it land before they return
-                              // (CU_POINTER_ATTRIBUTE_SYNC_MEMOPS; query_kind only)
     CUmemoryPool mempool = nullptr;
 
     bool is_cuda() const noexcept { return kind != MemKind::host || pinned; }
@@ -43,8 +41,8 @@ CUresult query(const void *ptr, MemInfo *out, const Driver &drv);
 CUresult query(const void *ptr, MemInfo *out);
 // As above; nullopt on a driver error.
 std::optional<MemInfo> query(const void *ptr);
-// Only kind, pinned, device and sync_memops (4 attributes instead of 8: the
-// per-message path, which needs no allocation range, buffer id or pool).
+// Only kind, pinned and device (3 attributes instead of 8: the per-message
+// path, which needs no allocation range, buffer id or pool).
 CUresult query_kind(const void *ptr, MemInfo *out, const Driver &drv);
 CUresult query_kind(const void *ptr, MemInfo *out);
 
