@@ -104,6 +104,8 @@ typedef struct {
     uintptr_t lo, hi;   /* the range the answer holds for */
     uint64_t  gen;      /* gdrpipe_memhooks_generation then; 0: none */
     int       device;
+    int       legacy;   /* the device whose legacy stream a send from it waits
+                           for (pool or VMM memory), or -1 */
 } gdrpipe_send_last_t;
 
 /* initial-exec: the plugin is preloaded (a library loaded later gets this
@@ -112,13 +114,50 @@ typedef struct {
 static __thread gdrpipe_send_last_t gdrpipe_send_last
         __attribute__((tls_model("initial-exec")));
 
-static int gdrpipe_send_remember(uintptr_t lo, uintptr_t hi, uint64_t gen, int device)
+/* the device whose legacy stream a send from this buffer must wait for, or
+ * -1: pool and VMM memory cannot carry SYNC_MEMOPS, so the application's
+ * last pageable copy into it may still be in flight there, and UCP's
+ * registration cache skips gp_mem_register's wait when the buffer is sent
+ * again (stale data on the H100 without it) */
+static int gdrpipe_send_legacy_of(const void *buffer)
+{
+    gp_mem_info_t mi;
+
+    if ((gp_cuda_mem_query(buffer, &mi) == 0) && (mi.kind == GP_MEM_DEVICE) &&
+        (mi.is_pool || mi.is_vmm)) {
+        return mi.device;
+    }
+    return -1;
+}
+
+static int gdrpipe_send_remember(uintptr_t lo, uintptr_t hi, uint64_t gen, int device,
+                                 const void *buffer)
 {
     gdrpipe_send_last.lo     = lo;
     gdrpipe_send_last.hi     = hi;
     gdrpipe_send_last.gen    = gen;
     gdrpipe_send_last.device = device;
+    gdrpipe_send_last.legacy = device ? gdrpipe_send_legacy_of(buffer) : -1;
     return device;
+}
+
+/* a device send: first the legacy stream, where its memory needs that */
+static void gdrpipe_send_order(const void *buffer)
+{
+    const uintptr_t a = (uintptr_t)buffer;
+    int legacy;
+
+    if ((gdrpipe_send_last.gen != 0) && (a >= gdrpipe_send_last.lo) &&
+        (a < gdrpipe_send_last.hi) &&
+        (gdrpipe_send_last.gen == __atomic_load_n(&gdrpipe_memhooks_generation,
+                                                   __ATOMIC_ACQUIRE))) {
+        legacy = gdrpipe_send_last.legacy;
+    } else {
+        legacy = gdrpipe_send_legacy_of(buffer);
+    }
+    if (legacy >= 0) {
+        gp_cuda_wait_legacy(legacy);
+    }
 }
 
 /* what UCX's memory-type cache (else the driver) says of a buffer that the
@@ -133,12 +172,12 @@ static UCS_F_NOINLINE int gdrpipe_send_classify(const void *buffer, uint64_t gen
 
     status = ucs_memtype_cache_lookup(buffer, 1, &info);
     if (status == UCS_ERR_NO_ELEM) {
-        return gdrpipe_send_remember(page, page + 4096, gen, 0);
+        return gdrpipe_send_remember(page, page + 4096, gen, 0, buffer);
     }
     if ((status == UCS_OK) && (info.type != UCS_MEMORY_TYPE_UNKNOWN)) {
         return gdrpipe_send_remember((uintptr_t)info.base_address,
                                      (uintptr_t)info.base_address + info.alloc_length, gen,
-                                     (info.type != UCS_MEMORY_TYPE_HOST));
+                                     (info.type != UCS_MEMORY_TYPE_HOST), buffer);
     }
     /* no memory-type cache (incomplete hooks: events may be missing, so
      * nothing is kept) or an unknown range */
@@ -198,17 +237,16 @@ static UCS_F_NOINLINE int gdrpipe_send_begin_device(ucp_ep_h ep, size_t thresh,
     return 1;
 }
 
-/* whether this call is one for the device path (a host copy, or
- * gdrpipe_send_begin_device; inline: a host send pays a few loads and
- * compares, then goes on to UCP in a tail call) */
+/* whether this call is one for the device path (the legacy stream where
+ * needed, a host copy, or gdrpipe_send_begin_device; inline: a host send pays
+ * a few loads and compares, then goes on to UCP in a tail call) */
 static UCS_F_ALWAYS_INLINE int
 gdrpipe_send_wants(const void *buffer, const ucp_request_param_t *param)
 {
     /* a rendezvous never completes at once: a call that must is left as
-     * the caller asked (UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) */
-    return ((gdrpipe_send_device_thresh != GDRPIPE_SEND_OFF) ||
-            (gdrpipe_send_host_max() != 0)) &&
-           gdrpipe_send_is_device(buffer, param) &&
+     * the caller asked (UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL; it goes packed,
+     * through cuMemcpy, which the legacy stream orders) */
+    return gdrpipe_send_is_device(buffer, param) &&
            ((param == NULL) || !(param->op_attr_mask & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL));
 }
 
@@ -229,6 +267,7 @@ static void gdrpipe_send_end(gdrpipe_ucx_rndv_saved_t *s)
         gdrpipe_ucx_rndv_saved_t s; \
         _ret ret; \
         \
+        gdrpipe_send_order(buffer); \
         if (!in_window && (_host)) { \
             return ret; \
         } \

@@ -87,6 +87,13 @@ int gp_cuda_mem_query(const void *ptr, gp_mem_info_t *info) {
     return 0;
 }
 
+void gp_cuda_wait_legacy(int device) {
+    cu::Driver &drv = routed_driver();
+    if (!drv.available() || device < 0) return;
+    cu::ScopedContext c(cu::devices(), device);
+    if (c.ok()) (void)drv.api().cuStreamSynchronize(CU_STREAM_LEGACY);
+}
+
 namespace {
 cu::CopyOptions expecting(int device_side) {
     cu::CopyOptions opt;
