@@ -133,6 +133,7 @@ uint64_t gdrpipe_send_burst_count(void); /* of them, given the window's threshol
  * host memory go eagerly, from a host copy (UCX_GDRPIPE_DEVICE_HOST_EAGER) */
 #define GDRPIPE_SINK_HINT_AM_ID 0xfd /* the receivers' word, on the wire's FIFO */
 void gdrpipe_send_host_configure(size_t max_len);
+void gdrpipe_send_host_release(void); /* the pool's copies, at the last md's close */
 size_t gdrpipe_send_host_max(void);                /* 0: off */
 void gdrpipe_send_sink_hint(const void *data, uint32_t len); /* from the wire */
 void gdrpipe_send_sink_hint_set(int host); /* our own write told us */

@@ -17,6 +17,7 @@ static void gdrpipe_md_close(uct_md_h uct_md)
 {
     pthread_mutex_lock(&gdrpipe_md_lock);
     if (--gdrpipe_md_count == 0) {
+        gdrpipe_send_host_release();
         gp_cuda_shutdown();
     }
     pthread_mutex_unlock(&gdrpipe_md_lock);
