@@ -14,10 +14,12 @@
  * send calls come before libucp's. For a device buffer on an endpoint whose
  * rendezvous goes through gdrpipe, the call runs with the endpoint
  * configuration's rendezvous thresholds set to UCX_GDRPIPE_DEVICE_RNDV_THRESH,
- * under the worker's lock, and put back; every other call goes straight to
- * UCP. UCP reads the thresholds only when it chooses the protocol, inside
- * that call. Protocol v2 (UCX_PROTO_ENABLE=y) chooses per memory type itself
- * and is left alone. */
+ * under the worker's lock, and put back; host buffers go straight to UCP.
+ * UCP reads the thresholds only when it chooses the protocol, inside that
+ * call. Protocol v2 (UCX_PROTO_ENABLE=y) chooses per memory type itself and
+ * keeps its thresholds. Under both, a device send first waits for the legacy
+ * stream where its memory needs that (pool, VMM), and a lone one into host
+ * memory may go from a host copy (ucp_send_host.c). */
 #include "gdrpipe.h"
 
 
@@ -256,7 +258,8 @@ static void gdrpipe_send_end(gdrpipe_ucx_rndv_saved_t *s)
 }
 
 /* One wrapper per send call: _name is UCP's function, _dev the out-of-line
- * device path; RET, PARAMS and ARGS spell the signature. */
+ * device path; RET, PARAMS and ARGS spell the signature; _host sends the call
+ * from a host copy (1, ret set) or not (0). */
 #define GDRPIPE_SEND_WRAP(_ret, _name, _params, _args, _param, _host) \
     typedef _ret (*_name##_fn_t) _params; \
     static _name##_fn_t _name##_real; \
