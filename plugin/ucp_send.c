@@ -143,20 +143,20 @@ static int gdrpipe_send_remember(uintptr_t lo, uintptr_t hi, uint64_t gen, int d
     return device;
 }
 
+/* whether this thread's last answer holds for address a in generation gen */
+static UCS_F_ALWAYS_INLINE int gdrpipe_send_last_holds(uintptr_t a, uint64_t gen)
+{
+    return (gdrpipe_send_last.gen == gen) && (a >= gdrpipe_send_last.lo) &&
+           (a < gdrpipe_send_last.hi);
+}
+
 /* a device send: first the legacy stream, where its memory needs that */
 static void gdrpipe_send_order(const void *buffer)
 {
-    const uintptr_t a = (uintptr_t)buffer;
-    int legacy;
+    const uint64_t gen = __atomic_load_n(&gdrpipe_memhooks_generation, __ATOMIC_ACQUIRE);
+    const int legacy   = gdrpipe_send_last_holds((uintptr_t)buffer, gen) ?
+                         gdrpipe_send_last.legacy : gdrpipe_send_legacy_of(buffer);
 
-    if ((gdrpipe_send_last.gen != 0) && (a >= gdrpipe_send_last.lo) &&
-        (a < gdrpipe_send_last.hi) &&
-        (gdrpipe_send_last.gen == __atomic_load_n(&gdrpipe_memhooks_generation,
-                                                   __ATOMIC_ACQUIRE))) {
-        legacy = gdrpipe_send_last.legacy;
-    } else {
-        legacy = gdrpipe_send_legacy_of(buffer);
-    }
     if (legacy >= 0) {
         gp_cuda_wait_legacy(legacy);
     }
@@ -203,8 +203,7 @@ gdrpipe_send_is_device(const void *buffer, const ucp_request_param_t *param)
     }
     /* read before the lookup: an event in between makes the answer stale */
     gen = __atomic_load_n(&gdrpipe_memhooks_generation, __ATOMIC_ACQUIRE);
-    if ((gdrpipe_send_last.gen == gen) && (a >= gdrpipe_send_last.lo) &&
-        (a < gdrpipe_send_last.hi)) {
+    if (gdrpipe_send_last_holds(a, gen)) {
         return gdrpipe_send_last.device;
     }
     return gdrpipe_send_classify(buffer, gen);

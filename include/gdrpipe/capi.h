@@ -88,9 +88,8 @@ const char *gp_cuda_why_not(void);
 int gp_cuda_device_count(void);
 /* 0 and *info filled for any pointer (host too); <0 on a driver error */
 int gp_cuda_mem_query(const void *ptr, gp_mem_info_t *info);
-/* Waits for the legacy stream of a device's primary context: pool and VMM
- * memory cannot carry SYNC_MEMOPS, so an application's pageable copy into it
- * may still be in flight there when the buffer reaches a send. */
+/* Waits for the legacy stream of a device's primary context (cuda::wait_legacy:
+ * for pool and VMM memory, which cannot carry SYNC_MEMOPS) */
 void gp_cuda_wait_legacy(int device);
 /* synchronous copy between any two pointers; 0 or <0 with err filled */
 int gp_cuda_copy(void *dst, const void *src, size_t len, char *err, size_t errlen);

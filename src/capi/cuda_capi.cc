@@ -88,10 +88,7 @@ int gp_cuda_mem_query(const void *ptr, gp_mem_info_t *info) {
 }
 
 void gp_cuda_wait_legacy(int device) {
-    cu::Driver &drv = routed_driver();
-    if (!drv.available() || device < 0) return;
-    cu::ScopedContext c(cu::devices(), device);
-    if (c.ok()) (void)drv.api().cuStreamSynchronize(CU_STREAM_LEGACY);
+    if (routed_driver().available() && device >= 0) cu::wait_legacy(cu::devices(), device);
 }
 
 namespace {

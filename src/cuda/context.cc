@@ -303,6 +303,11 @@ DeviceManager &devices() {
 
 // ------------------------------------------------------------ ScopedContext
 
+void wait_legacy(DeviceManager &dm, int ordinal) {
+    ScopedContext scope(dm, ordinal);
+    if (scope.ok()) (void)dm.drv().api().cuStreamSynchronize(CU_STREAM_LEGACY);
+}
+
 ScopedContext::ScopedContext(DeviceManager &dm, int ordinal) {
     CUcontext ctx = nullptr;
     status_ = dm.primary_context(ordinal, &ctx);

@@ -270,14 +270,9 @@ Registration *register_memory(void *addr, size_t len, uint64_t host_id, gp_rkey_
         }
     }
     if (mi.kind != cuda::MemKind::host && (mi.pool || mi.vmm)) {
-        // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS cannot be set on pool and VMM
-        // memory, so the application's last copy into (or out of) this
-        // buffer may still be in flight on the legacy stream (a pageable
-        // cuMemcpyHtoD returns before its DMA is done). gdrpipe's copies run
-        // on other streams: wait for the legacy stream before exposing it.
-        // Measured on the H200 machine: stale data without this.
-        cuda::ScopedContext scope(mi.device);
-        if (scope.ok()) cuda::driver().api().cuStreamSynchronize(CU_STREAM_LEGACY);
+        // before exposing it (cuda::wait_legacy; measured on the H200
+        // machine: stale data without this)
+        cuda::wait_legacy(cuda::devices(), mi.device);
     }
     if (mi.kind == cuda::MemKind::host) {
         rkey->kind = GP_RKEY_HOST;

@@ -135,4 +135,11 @@ private:
     CUresult status_ = CUDA_SUCCESS;
 };
 
+// Waits for the legacy stream of a device's primary context. Pool and VMM
+// memory cannot carry CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, so an application's
+// last copy into (or out of) it may still be in flight there (a pageable
+// cuMemcpyHtoD returns before its DMA is done) while gdrpipe's copies run on
+// other streams: stale data on the GPU machines without this wait.
+void wait_legacy(DeviceManager &dm, int ordinal);
+
 } // namespace gdrpipe::cuda
