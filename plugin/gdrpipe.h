@@ -137,9 +137,11 @@ void gdrpipe_send_host_release(void); /* the pool's copies, at the last md's clo
 size_t gdrpipe_send_host_max(void);                /* 0: off */
 void gdrpipe_send_sink_hint(const void *data, uint32_t len); /* from the wire */
 void gdrpipe_send_sink_hint_set(int host); /* our own write told us */
-/* whether this send went eagerly from a host copy (*ret: UCP's answer) */
+/* whether this send went eagerly from a host copy (*ret: UCP's answer);
+ * device: the buffer's (-1: unknown) */
 int gdrpipe_send_host_try(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
-                          const ucp_request_param_t *param, ucs_status_ptr_t *ret);
+                          const ucp_request_param_t *param, int device,
+                          ucs_status_ptr_t *ret);
 uint64_t gdrpipe_send_host_count(void);
 /* a receive was posted (ucp_recv.c): a device one opens a window of sends */
 void gdrpipe_send_note_recv(const void *buffer, const ucp_request_param_t *param);

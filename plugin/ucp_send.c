@@ -106,8 +106,9 @@ typedef struct {
     uintptr_t lo, hi;   /* the range the answer holds for */
     uint64_t  gen;      /* gdrpipe_memhooks_generation then; 0: none */
     int       device;
-    int       legacy;   /* the device whose legacy stream a send from it waits
-                           for (pool or VMM memory), or -1 */
+    int       ordinal;  /* the device it is on (-1: unknown, or host) */
+    int       legacy;   /* whether a send from it waits for that device's
+                           legacy stream (pool or VMM memory) */
 } gdrpipe_send_last_t;
 
 /* initial-exec: the plugin is preloaded (a library loaded later gets this
@@ -116,30 +117,36 @@ typedef struct {
 static __thread gdrpipe_send_last_t gdrpipe_send_last
         __attribute__((tls_model("initial-exec")));
 
-/* the device whose legacy stream a send from this buffer must wait for, or
- * -1: pool and VMM memory cannot carry SYNC_MEMOPS, so the application's
- * last pageable copy into it may still be in flight there, and UCP's
- * registration cache skips gp_mem_register's wait when the buffer is sent
- * again (stale data on the H100 without it) */
-static int gdrpipe_send_legacy_of(const void *buffer)
+/* where a device buffer is: its device's ordinal (-1: unknown) and whether
+ * a send from it waits for that device's legacy stream: pool and VMM memory
+ * cannot carry SYNC_MEMOPS, so the application's last pageable copy into it
+ * may still be in flight there, and UCP's registration cache skips
+ * gp_mem_register's wait when the buffer is sent again (stale data on the
+ * H100 without it) */
+static int gdrpipe_send_where(const void *buffer, int *legacy)
 {
     gp_mem_info_t mi;
 
-    if ((gp_cuda_mem_query(buffer, &mi) == 0) && (mi.kind == GP_MEM_DEVICE) &&
-        (mi.is_pool || mi.is_vmm)) {
-        return mi.device;
+    *legacy = 0;
+    if ((gp_cuda_mem_query(buffer, &mi) != 0) || (mi.kind == GP_MEM_HOST)) {
+        return -1;
     }
-    return -1;
+    *legacy = (mi.kind == GP_MEM_DEVICE) && (mi.is_pool || mi.is_vmm);
+    return mi.device;
 }
 
 static int gdrpipe_send_remember(uintptr_t lo, uintptr_t hi, uint64_t gen, int device,
                                  const void *buffer)
 {
-    gdrpipe_send_last.lo     = lo;
-    gdrpipe_send_last.hi     = hi;
-    gdrpipe_send_last.gen    = gen;
-    gdrpipe_send_last.device = device;
-    gdrpipe_send_last.legacy = device ? gdrpipe_send_legacy_of(buffer) : -1;
+    gdrpipe_send_last.lo      = lo;
+    gdrpipe_send_last.hi      = hi;
+    gdrpipe_send_last.gen     = gen;
+    gdrpipe_send_last.device  = device;
+    gdrpipe_send_last.ordinal = device ? gdrpipe_send_where(buffer,
+                                                            &gdrpipe_send_last.legacy) : -1;
+    if (!device) {
+        gdrpipe_send_last.legacy = 0;
+    }
     return device;
 }
 
@@ -150,16 +157,23 @@ static UCS_F_ALWAYS_INLINE int gdrpipe_send_last_holds(uintptr_t a, uint64_t gen
            (a < gdrpipe_send_last.hi);
 }
 
-/* a device send: first the legacy stream, where its memory needs that */
-static void gdrpipe_send_order(const void *buffer)
+/* a device send: first the legacy stream, where its memory needs that;
+ * returns the buffer's device (-1: unknown) */
+static int gdrpipe_send_order(const void *buffer)
 {
     const uint64_t gen = __atomic_load_n(&gdrpipe_memhooks_generation, __ATOMIC_ACQUIRE);
-    const int legacy   = gdrpipe_send_last_holds((uintptr_t)buffer, gen) ?
-                         gdrpipe_send_last.legacy : gdrpipe_send_legacy_of(buffer);
+    int ordinal, legacy;
 
-    if (legacy >= 0) {
-        gp_cuda_wait_legacy(legacy);
+    if (gdrpipe_send_last_holds((uintptr_t)buffer, gen)) {
+        ordinal = gdrpipe_send_last.ordinal;
+        legacy  = gdrpipe_send_last.legacy;
+    } else {
+        ordinal = gdrpipe_send_where(buffer, &legacy);
     }
+    if (legacy && (ordinal >= 0)) {
+        gp_cuda_wait_legacy(ordinal);
+    }
+    return ordinal;
 }
 
 /* what UCX's memory-type cache (else the driver) says of a buffer that the
@@ -266,10 +280,11 @@ static void gdrpipe_send_end(gdrpipe_ucx_rndv_saved_t *s)
     static UCS_F_NOINLINE _ret _name##_dev _params \
     { \
         const int in_window = gdrpipe_send_in_window(); \
+        const int ordinal   = gdrpipe_send_order(buffer); \
         gdrpipe_ucx_rndv_saved_t s; \
         _ret ret; \
         \
-        gdrpipe_send_order(buffer); \
+        (void)ordinal; \
         if (!in_window && (_host)) { \
             return ret; \
         } \
@@ -294,7 +309,7 @@ GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_nbx,
                   (ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
                    const ucp_request_param_t *param),
                   (ep, buffer, count, tag, param), param,
-                  gdrpipe_send_host_try(ep, buffer, count, tag, param, &ret))
+                  gdrpipe_send_host_try(ep, buffer, count, tag, param, ordinal, &ret))
 GDRPIPE_SEND_WRAP(ucs_status_ptr_t, ucp_tag_send_sync_nbx,
                   (ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
                    const ucp_request_param_t *param),

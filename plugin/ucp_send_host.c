@@ -182,7 +182,7 @@ static size_t gdrpipe_send_contig_len(size_t count, const ucp_request_param_t *p
 }
 
 int gdrpipe_send_host_try(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
-                          const ucp_request_param_t *param, ucs_status_ptr_t *ret)
+                          const ucp_request_param_t *param, int device, ucs_status_ptr_t *ret)
 {
     const size_t len = gdrpipe_send_contig_len(count, param);
     ucp_request_param_t p;
@@ -198,7 +198,11 @@ int gdrpipe_send_host_try(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag
     if (c == NULL) {
         return 0;
     }
-    if (gp_cuda_copy_dev(c->data, buffer, len, GP_CUDA_SRC_DEVICE, err, sizeof(err)) != 0) {
+    /* a known device: no questions to the driver, and the copy stream
+     * that waits for the legacy one (cuMemcpy's order, at less cost) */
+    if (((device >= 0) ?
+         gp_cuda_copy_from_device(c->data, buffer, len, device, err, sizeof(err)) :
+         gp_cuda_copy_dev(c->data, buffer, len, GP_CUDA_SRC_DEVICE, err, sizeof(err))) != 0) {
         ucs_debug("gdrpipe: device send of %zu bytes by UCP: its host copy failed: %s",
                   len, err);
         gdrpipe_send_copy_put(c);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -156,6 +157,42 @@ int main(int argc, char **argv) {
         api.cuMemcpyHtoD(d0, hp, 8);
         api.cuStreamSynchronize(CU_STREAM_LEGACY);
     }));
+    // into page-locked memory (the host copies of small device sends,
+    // plugin/ucp_send_host.c): the ways ordered after the legacy stream
+    // (cuMemcpy, the blocking stream, the legacy stream itself) beside the
+    // non-blocking one that is not
+    void *pin = gp_cuda_host_alloc(4096, err, sizeof(err));
+    CUstream ordered = nullptr;
+    dm.stream(0, cuda::DeviceManager::kOrderedSlot, &ordered);
+    for (size_t n8 : {size_t(8), size_t(8192)}) {
+        char name[64];
+        const bool small = n8 == 8;
+        rows.push_back(measure(small ? "pinned 8 B D2H gp_cuda_copy_from_device"
+                                     : "pinned 8 KiB D2H gp_cuda_copy_from_device",
+                               n / 20, [&] { gp_cuda_copy_from_device(pin, p0, n8, 0, err, sizeof(err)); }));
+        rows.push_back(measure(small ? "pinned 8 B D2H gp_cuda_copy_dev" : "pinned 8 KiB D2H gp_cuda_copy_dev",
+                               n / 20, [&] { gp_cuda_copy_dev(pin, p0, n8, GP_CUDA_SRC_DEVICE, err, sizeof(err)); }));
+        std::snprintf(name, sizeof(name), "pinned %s D2H cuMemcpy", small ? "8 B" : "8 KiB");
+        rows.push_back(measure(strdup(name), n / 20, [&] {
+            api.cuMemcpy(reinterpret_cast<CUdeviceptr>(pin), d0, n8);
+        }));
+        std::snprintf(name, sizeof(name), "pinned %s D2H blocking stream+sync", small ? "8 B" : "8 KiB");
+        rows.push_back(measure(strdup(name), n / 20, [&] {
+            api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(pin), d0, n8, ordered);
+            api.cuStreamSynchronize(ordered);
+        }));
+        std::snprintf(name, sizeof(name), "pinned %s D2H legacy async+sync", small ? "8 B" : "8 KiB");
+        rows.push_back(measure(strdup(name), n / 20, [&] {
+            api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(pin), d0, n8, CU_STREAM_LEGACY);
+            api.cuStreamSynchronize(CU_STREAM_LEGACY);
+        }));
+        std::snprintf(name, sizeof(name), "pinned %s D2H non-blocking+sync", small ? "8 B" : "8 KiB");
+        rows.push_back(measure(strdup(name), n / 20, [&] {
+            api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(pin), d0, n8, st);
+            api.cuStreamSynchronize(st);
+        }));
+    }
+    gp_cuda_host_free(pin);
     api.cuStreamDestroy(st);
     std::printf("%-40s %10s %10s\n", "call", "median ns", "mean ns");
     for (const Row &r : rows) std::printf("%-40s %10.1f %10.1f\n", r.name, r.median_ns, r.mean_ns);

@@ -102,6 +102,12 @@ int gp_cuda_copy(void *dst, const void *src, size_t len, char *err, size_t errle
 #define GP_CUDA_NOT_DEVICE (-2)
 int gp_cuda_copy_dev(void *dst, const void *src, size_t len, int device_side, char *err,
                      size_t errlen);
+/* a copy from memory of a known device into host memory, without asking the
+ * driver about either pointer: on the device's stream that waits for its
+ * legacy stream (as cuMemcpy is ordered), landed at return; 0 or -1 with err
+ * filled */
+int gp_cuda_copy_from_device(void *host, const void *src, size_t len, int device, char *err,
+                             size_t errlen);
 
 /* page-locked host memory, usable by every context (CU_MEMHOSTALLOC_PORTABLE),
  * for staging; NULL with err filled on failure */

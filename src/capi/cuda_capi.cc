@@ -115,6 +115,23 @@ int gp_cuda_copy_dev(void *dst, const void *src, size_t len, int device_side, ch
     return 0;
 }
 
+int gp_cuda_copy_from_device(void *host, const void *src, size_t len, int device, char *err,
+                             size_t errlen) {
+    if (device < 0) {
+        set_err(err, errlen, "no device given");
+        return -1;
+    }
+    cu::CopyOptions opt;
+    opt.device = device;
+    opt.slot = cu::DeviceManager::kOrderedSlot;
+    const cu::Status st = cu::copy(host, src, len, opt);
+    if (!st) {
+        set_err(err, errlen, st.message);
+        return -1;
+    }
+    return 0;
+}
+
 void *gp_cuda_host_alloc(size_t len, char *err, size_t errlen) {
     cu::Driver &drv = routed_driver();
     if (!drv.available()) {

@@ -167,7 +167,9 @@ CUresult DeviceManager::stream(int ordinal, unsigned slot, CUstream *out) {
         if (r != CUDA_SUCCESS) return r;
         ScopedContext scope(drv_.api(), d->ctx.load(std::memory_order_relaxed));
         if (!scope.ok()) return scope.status();
-        r = drv_.api().cuStreamCreate(&d->streams[slot], CU_STREAM_NON_BLOCKING);
+        r = drv_.api().cuStreamCreate(&d->streams[slot], slot == kOrderedSlot
+                                                             ? CU_STREAM_DEFAULT
+                                                             : CU_STREAM_NON_BLOCKING);
         if (r != CUDA_SUCCESS) {
             d->streams[slot] = nullptr;
             return r;

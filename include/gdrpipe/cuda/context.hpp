@@ -1,7 +1,7 @@
 // Devices, primary contexts, streams and events: the one place that owns them.
 //
 // For each device ordinal the manager lazily retains the primary context,
-// creates non-blocking streams (a few fixed slots per device) and keeps a pool
+// creates streams (a few fixed slots per device) and keeps a pool
 // of CU_EVENT_DISABLE_TIMING events. shutdown() destroys the streams and
 // pooled events and releases the primary contexts; the manager can be used
 // again afterwards (everything is re-created lazily). All members are
@@ -43,8 +43,13 @@ class DeviceManager {
 public:
     // Number of stream slots per device (stream(ordinal, slot)).
     // 0: synchronous copies; 1: direct path; 2, 3: staged pipeline; 4: calibration
-    // (pipeline::CudaProber); 5: reductions (kReduceSlot, reduce.hpp)
-    static constexpr unsigned kStreamSlots = 6;
+    // (pipeline::CudaProber); 5: reductions (kReduceSlot, reduce.hpp); 6: copies
+    // ordered after the legacy stream (kOrderedSlot)
+    static constexpr unsigned kStreamSlots = 7;
+    // The one slot whose stream is a blocking one: its work waits for the
+    // context's legacy default stream, as cuMemcpy does (an application's
+    // kernels and pageable copies there), without cuMemcpy's cost.
+    static constexpr unsigned kOrderedSlot = 6;
 
     explicit DeviceManager(Driver &drv);
     ~DeviceManager(); // shutdown()
@@ -68,8 +73,9 @@ public:
     // Let `dev`'s primary context access memory of `peer` (idempotent).
     CUresult enable_peer_access(int dev, int peer);
 
-    // Non-blocking stream number `slot` (< kStreamSlots) of the device's
-    // primary context, created on first use and owned by the manager.
+    // Stream number `slot` (< kStreamSlots) of the device's primary context,
+    // created on first use and owned by the manager: non-blocking, but for
+    // kOrderedSlot.
     CUresult stream(int ordinal, unsigned slot, CUstream *out);
 
     // An event of the device's primary context (CU_EVENT_DISABLE_TIMING),

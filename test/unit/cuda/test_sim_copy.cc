@@ -135,3 +135,36 @@ TEST_CASE("sim: async copy token completes only after the data landed", "[cuda][
     CHECK(dst2 == src);
     CHECK(t.empty());
 }
+
+TEST_CASE("sim: a copy on the ordered slot waits for the legacy stream", "[cuda][sim]") {
+    GP_REQUIRE_SIM();
+    const Api &api = driver().api();
+    const std::size_t n = 4096, big = 128 << 20;
+    const auto before = pattern(n, 5);
+    const auto after = pattern(n, 6);
+    DevBuf d(0, n), scratch(0, big);
+    std::vector<std::uint8_t> filler(big, 7);
+    REQUIRE(copy(d.p(), before.data(), n).ok());
+    // an application's copies still in flight on the legacy stream: a large
+    // one (its bytes land at its end, after tens of milliseconds here) and
+    // behind it the new bytes of d; then an ordered copy of d back: on any
+    // other stream it would run at once and read the old bytes
+    {
+        ScopedContext scope(0);
+        REQUIRE(api.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(scratch.p()), filler.data(),
+                                      big, CU_STREAM_LEGACY) == CUDA_SUCCESS);
+        REQUIRE(api.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(d.p()), after.data(), n,
+                                      CU_STREAM_LEGACY) == CUDA_SUCCESS);
+    }
+    std::vector<std::uint8_t> back(n, 0);
+    CopyOptions o;
+    o.device = 0;
+    o.slot = DeviceManager::kOrderedSlot;
+    const bool copied = copy(back.data(), d.p(), n, o).ok();
+    {
+        ScopedContext scope(0);
+        REQUIRE(api.cuStreamSynchronize(CU_STREAM_LEGACY) == CUDA_SUCCESS);
+    }
+    REQUIRE(copied);
+    CHECK(back == after);
+}
