@@ -11,7 +11,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <deque>
+#include <string>
 #include <functional>
 #include <vector>
 
@@ -161,33 +162,33 @@ int main(int argc, char **argv) {
     // plugin/ucp_send_host.c): the ways ordered after the legacy stream
     // (cuMemcpy, the blocking stream, the legacy stream itself) beside the
     // non-blocking one that is not
-    void *pin = gp_cuda_host_alloc(4096, err, sizeof(err));
+    void *pin = gp_cuda_host_alloc(8192, err, sizeof(err));
     CUstream ordered = nullptr;
     dm.stream(0, cuda::DeviceManager::kOrderedSlot, &ordered);
+    std::deque<std::string> names; // the rows' names live as long as the rows
+    auto named = [&](const char *what, bool small) {
+        names.push_back(std::string("pinned ") + (small ? "8 B" : "8 KiB") + " D2H " + what);
+        return names.back().c_str();
+    };
     for (size_t n8 : {size_t(8), size_t(8192)}) {
-        char name[64];
         const bool small = n8 == 8;
-        rows.push_back(measure(small ? "pinned 8 B D2H gp_cuda_copy_from_device"
-                                     : "pinned 8 KiB D2H gp_cuda_copy_from_device",
-                               n / 20, [&] { gp_cuda_copy_from_device(pin, p0, n8, 0, err, sizeof(err)); }));
-        rows.push_back(measure(small ? "pinned 8 B D2H gp_cuda_copy_dev" : "pinned 8 KiB D2H gp_cuda_copy_dev",
-                               n / 20, [&] { gp_cuda_copy_dev(pin, p0, n8, GP_CUDA_SRC_DEVICE, err, sizeof(err)); }));
-        std::snprintf(name, sizeof(name), "pinned %s D2H cuMemcpy", small ? "8 B" : "8 KiB");
-        rows.push_back(measure(strdup(name), n / 20, [&] {
+        rows.push_back(measure(named("gp_cuda_copy_from_device", small), n / 20,
+                               [&] { gp_cuda_copy_from_device(pin, p0, n8, 0, err, sizeof(err)); }));
+        rows.push_back(measure(named("gp_cuda_copy_dev", small), n / 20, [&] {
+            gp_cuda_copy_dev(pin, p0, n8, GP_CUDA_SRC_DEVICE, err, sizeof(err));
+        }));
+        rows.push_back(measure(named("cuMemcpy", small), n / 20, [&] {
             api.cuMemcpy(reinterpret_cast<CUdeviceptr>(pin), d0, n8);
         }));
-        std::snprintf(name, sizeof(name), "pinned %s D2H blocking stream+sync", small ? "8 B" : "8 KiB");
-        rows.push_back(measure(strdup(name), n / 20, [&] {
+        rows.push_back(measure(named("blocking stream+sync", small), n / 20, [&] {
             api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(pin), d0, n8, ordered);
             api.cuStreamSynchronize(ordered);
         }));
-        std::snprintf(name, sizeof(name), "pinned %s D2H legacy async+sync", small ? "8 B" : "8 KiB");
-        rows.push_back(measure(strdup(name), n / 20, [&] {
+        rows.push_back(measure(named("legacy async+sync", small), n / 20, [&] {
             api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(pin), d0, n8, CU_STREAM_LEGACY);
             api.cuStreamSynchronize(CU_STREAM_LEGACY);
         }));
-        std::snprintf(name, sizeof(name), "pinned %s D2H non-blocking+sync", small ? "8 B" : "8 KiB");
-        rows.push_back(measure(strdup(name), n / 20, [&] {
+        rows.push_back(measure(named("non-blocking+sync", small), n / 20, [&] {
             api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(pin), d0, n8, st);
             api.cuStreamSynchronize(st);
         }));
