@@ -5,6 +5,7 @@
 #include "gdrpipe/capi.h"
 #include "gdrpipe/cuda/context.hpp"
 #include "gdrpipe/cuda/copy.hpp"
+#include "gdrpipe/cuda/copy_kernel.hpp"
 #include "gdrpipe/cuda/memory.hpp"
 
 #include <algorithm>
@@ -165,6 +166,11 @@ int main(int argc, char **argv) {
     void *pin = gp_cuda_host_alloc(8192, err, sizeof(err));
     CUstream ordered = nullptr;
     dm.stream(0, cuda::DeviceManager::kOrderedSlot, &ordered);
+    CUevent ev = nullptr;
+    api.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
+    CUfunction kfn = nullptr;
+    dm.copy_kernel(0, &kfn);
+    api.cuMemsetD8(d0, 0, len);
     std::deque<std::string> names; // the rows' names live as long as the rows
     auto named = [&](const char *what, bool small) {
         names.push_back(std::string("pinned ") + (small ? "8 B" : "8 KiB") + " D2H " + what);
@@ -192,8 +198,57 @@ int main(int argc, char **argv) {
             api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(pin), d0, n8, st);
             api.cuStreamSynchronize(st);
         }));
+        // the batched copy kernel into the same page-locked memory: waited for
+        // by a stream synchronize, by polling an event, and (8 B) by watching
+        // the destination change, the least any launched copy can take
+        gp_copy_desc_t desc{reinterpret_cast<unsigned long long>(pin), d0, n8};
+        rows.push_back(measure(named("copy kernel+sync", small), n / 20, [&] {
+            cuda::CopyToken t;
+            cuda::copy_batch(0, cuda::DeviceManager::kOrderedSlot, &desc, 1, &t, dm);
+            api.cuStreamSynchronize(ordered);
+            cuda::wait(t, dm);
+        }));
+        rows.push_back(measure(named("blocking stream+event poll", small), n / 20, [&] {
+            api.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(pin), d0, n8, ordered);
+            api.cuEventRecord(ev, ordered);
+            while (api.cuEventQuery(ev) == CUDA_ERROR_NOT_READY) {
+            }
+        }));
+        if (small && kfn != nullptr) {
+            rows.push_back(measure(named("copy kernel, spin on data", small), n / 20, [&] {
+                volatile unsigned long long *w = static_cast<unsigned long long *>(pin);
+                *w = ~0ull;
+                gp_copy_batch_t b{};
+                b.count = 1;
+                b.desc[0] = desc;
+                void *params[] = {&b};
+                api.cuLaunchKernel(kfn, 1, 1, 1, 32, 1, 1, 0, ordered, params, nullptr);
+                while (*w == ~0ull) {
+                }
+            }));
+            api.cuStreamSynchronize(ordered);
+        }
+        // and back, from page-locked memory into the device
+        gp_copy_desc_t up{d0b, reinterpret_cast<unsigned long long>(pin), n8};
+        names.push_back(std::string("pinned ") + (small ? "8 B" : "8 KiB") + " H2D cuMemcpyHtoD");
+        rows.push_back(measure(names.back().c_str(), n / 20, [&] {
+            api.cuMemcpyHtoD(d0b, pin, n8);
+        }));
+        names.push_back(std::string("pinned ") + (small ? "8 B" : "8 KiB") + " H2D blocking stream+sync");
+        rows.push_back(measure(names.back().c_str(), n / 20, [&] {
+            api.cuMemcpyAsync(d0b, reinterpret_cast<CUdeviceptr>(pin), n8, ordered);
+            api.cuStreamSynchronize(ordered);
+        }));
+        names.push_back(std::string("pinned ") + (small ? "8 B" : "8 KiB") + " H2D copy kernel+sync");
+        rows.push_back(measure(names.back().c_str(), n / 20, [&] {
+            cuda::CopyToken t;
+            cuda::copy_batch(0, cuda::DeviceManager::kOrderedSlot, &up, 1, &t, dm);
+            api.cuStreamSynchronize(ordered);
+            cuda::wait(t, dm);
+        }));
     }
     gp_cuda_host_free(pin);
+    api.cuEventDestroy(ev);
     api.cuStreamDestroy(st);
     std::printf("%-40s %10s %10s\n", "call", "median ns", "mean ns");
     for (const Row &r : rows) std::printf("%-40s %10.1f %10.1f\n", r.name, r.median_ns, r.mean_ns);
