@@ -143,6 +143,12 @@ int gdrpipe_send_host_try(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag
                           const ucp_request_param_t *param, int device,
                           ucs_status_ptr_t *ret);
 uint64_t gdrpipe_send_host_count(void);
+/* the device of [addr, addr+len) where this thread's last answers about
+ * send and receive buffers know it as device memory, without asking UCX or
+ * the driver (-1: not known) */
+int gdrpipe_send_known_device(const void *addr, size_t len);
+/* copy_iface.c: short copies whose device side was known that way */
+uint64_t gdrpipe_copy_known_count(void);
 /* a receive was posted (ucp_recv.c): a device one opens a window of sends */
 void gdrpipe_send_note_recv(const void *buffer, const ucp_request_param_t *param);
 /* progress calls of gdrpipe's wire in this thread (a device send that follows

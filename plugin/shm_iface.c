@@ -293,12 +293,14 @@ static UCS_CLASS_CLEANUP_FUNC(gdrpipe_shm_iface_t)
     if (self->stats) {
         ucs_info("gdrpipe: device tag sends by rendezvous (DEVICE_RNDV_THRESH): %lu, "
                  "of them in a window of sends (DEVICE_RNDV_BURST): %lu; device tag "
-                 "sends from a host copy (DEVICE_HOST_EAGER): %lu; endpoints "
+                 "sends from a host copy (DEVICE_HOST_EAGER): %lu; short copies "
+                 "of device buffers known from earlier calls: %lu; endpoints "
                  "given an error handler (UNHANDLED_EP_ERROR): %lu; TCP sockets "
                  "watched (TCP_TIMEOUT): %lu",
                  (unsigned long)gdrpipe_send_device_count(),
                  (unsigned long)gdrpipe_send_burst_count(),
                  (unsigned long)gdrpipe_send_host_count(),
+                 (unsigned long)gdrpipe_copy_known_count(),
                  (unsigned long)gdrpipe_ep_err_count(),
                  (unsigned long)gdrpipe_tcp_bound_count());
     }

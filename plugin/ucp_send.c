@@ -97,11 +97,14 @@ uint64_t gdrpipe_send_burst_count(void)
     return __atomic_load_n(&gdrpipe_send_burst_sends, __ATOMIC_RELAXED);
 }
 
-/* The last answer of this thread, kept until the hooks see an allocation
- * or a free: a program sends from the same buffers again and again, and
- * UCX's memory-type cache takes a lock per lookup. A host send of a program
- * that has device memory pays about 26 instructions here (callgrind; about
- * 90 with a lookup each time). */
+/* The last answers of this thread, kept until the hooks see an allocation
+ * or a free: a program sends from and receives into the same buffers again
+ * and again, and UCX's memory-type cache takes a lock per lookup (a device
+ * answer also asks the driver for its device). A ping-pong alternates two
+ * buffers, so one answer alone was asked anew on every call; four are kept,
+ * the oldest replaced. A host send of a program that has device memory pays
+ * about 26 instructions here with one answer (callgrind; about 90 with a
+ * lookup each time). */
 typedef struct {
     uintptr_t lo, hi;   /* the range the answer holds for */
     uint64_t  gen;      /* gdrpipe_memhooks_generation then; 0: none */
@@ -114,7 +117,10 @@ typedef struct {
 /* initial-exec: the plugin is preloaded (a library loaded later gets this
  * from glibc's reserve of static TLS); the default model costs a call to
  * __tls_get_addr per send */
-static __thread gdrpipe_send_last_t gdrpipe_send_last
+#define GDRPIPE_SEND_LAST_N 4
+static __thread gdrpipe_send_last_t gdrpipe_send_last[GDRPIPE_SEND_LAST_N]
+        __attribute__((tls_model("initial-exec")));
+static __thread unsigned gdrpipe_send_last_next /* the one to replace */
         __attribute__((tls_model("initial-exec")));
 
 /* where a device buffer is: its device's ordinal (-1: unknown) and whether
@@ -138,23 +144,44 @@ static int gdrpipe_send_where(const void *buffer, int *legacy)
 static int gdrpipe_send_remember(uintptr_t lo, uintptr_t hi, uint64_t gen, int device,
                                  const void *buffer)
 {
-    gdrpipe_send_last.lo      = lo;
-    gdrpipe_send_last.hi      = hi;
-    gdrpipe_send_last.gen     = gen;
-    gdrpipe_send_last.device  = device;
-    gdrpipe_send_last.ordinal = device ? gdrpipe_send_where(buffer,
-                                                            &gdrpipe_send_last.legacy) : -1;
-    if (!device) {
-        gdrpipe_send_last.legacy = 0;
-    }
+    gdrpipe_send_last_t *e = &gdrpipe_send_last[gdrpipe_send_last_next];
+
+    gdrpipe_send_last_next = (gdrpipe_send_last_next + 1) % GDRPIPE_SEND_LAST_N;
+    e->gen     = 0; /* not an answer until it is whole */
+    e->lo      = lo;
+    e->hi      = hi;
+    e->device  = device;
+    e->legacy  = 0;
+    e->ordinal = device ? gdrpipe_send_where(buffer, &e->legacy) : -1;
+    e->gen     = gen;
     return device;
 }
 
-/* whether this thread's last answer holds for address a in generation gen */
-static UCS_F_ALWAYS_INLINE int gdrpipe_send_last_holds(uintptr_t a, uint64_t gen)
+/* this thread's answer that holds for address a in generation gen (NULL:
+ * none) */
+static UCS_F_ALWAYS_INLINE const gdrpipe_send_last_t *
+gdrpipe_send_last_find(uintptr_t a, uint64_t gen)
 {
-    return (gdrpipe_send_last.gen == gen) && (a >= gdrpipe_send_last.lo) &&
-           (a < gdrpipe_send_last.hi);
+    const gdrpipe_send_last_t *e;
+
+    for (e = gdrpipe_send_last; e < gdrpipe_send_last + GDRPIPE_SEND_LAST_N; ++e) {
+        if ((e->gen == gen) && (a >= e->lo) && (a < e->hi)) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+int gdrpipe_send_known_device(const void *addr, size_t len)
+{
+    const uint64_t gen = __atomic_load_n(&gdrpipe_memhooks_generation, __ATOMIC_ACQUIRE);
+    const uintptr_t a  = (uintptr_t)addr;
+    const gdrpipe_send_last_t *e = gdrpipe_send_last_find(a, gen);
+
+    if ((e == NULL) || !e->device || (len > e->hi - a)) {
+        return -1;
+    }
+    return e->ordinal;
 }
 
 /* a device send: first the legacy stream, where its memory needs that;
@@ -162,11 +189,12 @@ static UCS_F_ALWAYS_INLINE int gdrpipe_send_last_holds(uintptr_t a, uint64_t gen
 static int gdrpipe_send_order(const void *buffer)
 {
     const uint64_t gen = __atomic_load_n(&gdrpipe_memhooks_generation, __ATOMIC_ACQUIRE);
+    const gdrpipe_send_last_t *e = gdrpipe_send_last_find((uintptr_t)buffer, gen);
     int ordinal, legacy;
 
-    if (gdrpipe_send_last_holds((uintptr_t)buffer, gen)) {
-        ordinal = gdrpipe_send_last.ordinal;
-        legacy  = gdrpipe_send_last.legacy;
+    if (e != NULL) {
+        ordinal = e->ordinal;
+        legacy  = e->legacy;
     } else {
         ordinal = gdrpipe_send_where(buffer, &legacy);
     }
@@ -217,16 +245,21 @@ gdrpipe_send_is_device(const void *buffer, const ucp_request_param_t *param)
     }
     /* read before the lookup: an event in between makes the answer stale */
     gen = __atomic_load_n(&gdrpipe_memhooks_generation, __ATOMIC_ACQUIRE);
-    if (gdrpipe_send_last_holds(a, gen)) {
-        return gdrpipe_send_last.device;
+    const gdrpipe_send_last_t *e;
+
+    e = gdrpipe_send_last_find(a, gen);
+    if (e != NULL) {
+        return e->device;
     }
     return gdrpipe_send_classify(buffer, gen);
 }
 
 void gdrpipe_send_note_recv(const void *buffer, const ucp_request_param_t *param)
 {
-    if (gdrpipe_send_burst && (gdrpipe_send_device_thresh != GDRPIPE_SEND_OFF) &&
-        gdrpipe_send_is_device(buffer, param)) {
+    /* asked even where no window follows: the answer is kept for the copy
+     * transport's unpack into this buffer (gdrpipe_send_known_device) */
+    if (gdrpipe_send_is_device(buffer, param) && gdrpipe_send_burst &&
+        (gdrpipe_send_device_thresh != GDRPIPE_SEND_OFF)) {
         /* a device receive posted: the sends that follow it before any
          * progress exchange with it (a window, as after another send) */
         gdrpipe_send_last_round = gdrpipe_progress_calls + 1;

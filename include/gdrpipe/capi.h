@@ -108,6 +108,11 @@ int gp_cuda_copy_dev(void *dst, const void *src, size_t len, int device_side, ch
  * filled */
 int gp_cuda_copy_from_device(void *host, const void *src, size_t len, int device, char *err,
                              size_t errlen);
+/* a copy from host memory into memory of a known device, without asking the
+ * driver about either pointer: on the device's stream as gp_cuda_copy_dev's
+ * copies into device memory, landed at return; 0 or -1 with err filled */
+int gp_cuda_copy_to_device(void *dst, const void *host, size_t len, int device, char *err,
+                           size_t errlen);
 
 /* page-locked host memory, usable by every context (CU_MEMHOSTALLOC_PORTABLE),
  * for staging; NULL with err filled on failure */

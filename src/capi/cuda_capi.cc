@@ -132,6 +132,22 @@ int gp_cuda_copy_from_device(void *host, const void *src, size_t len, int device
     return 0;
 }
 
+int gp_cuda_copy_to_device(void *dst, const void *host, size_t len, int device, char *err,
+                           size_t errlen) {
+    if (device < 0) {
+        set_err(err, errlen, "no device given");
+        return -1;
+    }
+    cu::CopyOptions opt = expecting(GP_CUDA_DST_DEVICE);
+    opt.device = device;
+    const cu::Status st = cu::copy(dst, host, len, opt);
+    if (!st) {
+        set_err(err, errlen, st.message);
+        return -1;
+    }
+    return 0;
+}
+
 void *gp_cuda_host_alloc(size_t len, char *err, size_t errlen) {
     cu::Driver &drv = routed_driver();
     if (!drv.available()) {

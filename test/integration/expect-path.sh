@@ -13,6 +13,10 @@
 #                                   a host copy (DEVICE_HOST_EAGER: their
 #                                   receivers took device data into host memory)
 #   expect-path.sh no-host-eager CMD...  none did
+#   expect-path.sh known-device CMD...  some short copies by the copy
+#                                   transport found their device buffer known
+#                                   from earlier send or receive calls
+#   expect-path.sh no-known-device CMD...  none did
 #   expect-path.sh moves-handed-on CMD...  some data-moving collectives gave
 #                                   their device buffers to Open MPI's own
 #                                   algorithms (coll/gdrpipe's device_moves)
@@ -59,7 +63,8 @@ moves-handed-on | no-moves-handed-on)
     esac
     exit
     ;;
-device-rndv | no-device-rndv | device-rndv-burst | no-device-rndv-burst | host-eager | no-host-eager)
+device-rndv | no-device-rndv | device-rndv-burst | no-device-rndv-burst | host-eager | no-host-eager | \
+known-device | no-known-device)
     # one line per interface: "device tag sends by rendezvous
     # (DEVICE_RNDV_THRESH): N, of them in a window of sends (DEVICE_RNDV_BURST): M;
     # device tag sends from a host copy (DEVICE_HOST_EAGER): K"
@@ -68,6 +73,8 @@ device-rndv | no-device-rndv | device-rndv-burst | no-device-rndv-burst | host-e
              what="device tag sends given the window's threshold" ;;
     *host-eager) pattern='device tag sends from a host copy (DEVICE_HOST_EAGER): [0-9]*'
                  what="device tag sends from a host copy" ;;
+    *known-device) pattern='short copies of device buffers known from earlier calls: [0-9]*'
+                   what="short copies of device buffers known beforehand" ;;
     *) pattern='device tag sends by rendezvous (DEVICE_RNDV_THRESH): [0-9]*'
        what="device tag sends by rendezvous" ;;
     esac
