@@ -100,17 +100,17 @@ static int gdrpipe_copy_async_dev(void *dst, const void *src, size_t len, int de
     return rc;
 }
 
-/* A short copy whose device side this thread's send and receive wrappers
- * already know (ucp_send.c: the same buffers again and again, and no
- * allocation or free since): no questions to the driver, which cost about
- * as much as the rest of the call's CPU work. 1: not known. */
-static uint64_t gdrpipe_copy_known_copies;
+static uint64_t gdrpipe_copy_known_copies; /* gdrpipe_copy_known's */
 
 uint64_t gdrpipe_copy_known_count(void)
 {
     return __atomic_load_n(&gdrpipe_copy_known_copies, __ATOMIC_RELAXED);
 }
 
+/* A short copy whose device side this thread's send and receive wrappers
+ * already know (ucp_send.c: the same buffers again and again, and no
+ * allocation or free since): no questions to the driver, which cost about
+ * as much as the rest of the call's CPU work. 1: not known. */
 static int gdrpipe_copy_known(void *dst, const void *src, size_t len, int device_side,
                               char *err, size_t errlen)
 {

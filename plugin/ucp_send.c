@@ -234,6 +234,7 @@ static UCS_F_ALWAYS_INLINE int
 gdrpipe_send_is_device(const void *buffer, const ucp_request_param_t *param)
 {
     const uintptr_t a = (uintptr_t)buffer;
+    const gdrpipe_send_last_t *e;
     uint64_t gen;
 
     if ((param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) &&
@@ -245,9 +246,7 @@ gdrpipe_send_is_device(const void *buffer, const ucp_request_param_t *param)
     }
     /* read before the lookup: an event in between makes the answer stale */
     gen = __atomic_load_n(&gdrpipe_memhooks_generation, __ATOMIC_ACQUIRE);
-    const gdrpipe_send_last_t *e;
-
-    e = gdrpipe_send_last_find(a, gen);
+    e   = gdrpipe_send_last_find(a, gen);
     if (e != NULL) {
         return e->device;
     }

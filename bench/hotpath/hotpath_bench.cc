@@ -172,8 +172,8 @@ int main(int argc, char **argv) {
     dm.copy_kernel(0, &kfn);
     api.cuMemsetD8(d0, 0, len);
     std::deque<std::string> names; // the rows' names live as long as the rows
-    auto named = [&](const char *what, bool small) {
-        names.push_back(std::string("pinned ") + (small ? "8 B" : "8 KiB") + " D2H " + what);
+    auto named = [&](const char *what, bool small, const char *dir = "D2H") {
+        names.push_back(std::string("pinned ") + (small ? "8 B " : "8 KiB ") + dir + " " + what);
         return names.back().c_str();
     };
     for (size_t n8 : {size_t(8), size_t(8192)}) {
@@ -230,17 +230,14 @@ int main(int argc, char **argv) {
         }
         // and back, from page-locked memory into the device
         gp_copy_desc_t up{d0b, reinterpret_cast<unsigned long long>(pin), n8};
-        names.push_back(std::string("pinned ") + (small ? "8 B" : "8 KiB") + " H2D cuMemcpyHtoD");
-        rows.push_back(measure(names.back().c_str(), n / 20, [&] {
+        rows.push_back(measure(named("cuMemcpyHtoD", small, "H2D"), n / 20, [&] {
             api.cuMemcpyHtoD(d0b, pin, n8);
         }));
-        names.push_back(std::string("pinned ") + (small ? "8 B" : "8 KiB") + " H2D blocking stream+sync");
-        rows.push_back(measure(names.back().c_str(), n / 20, [&] {
+        rows.push_back(measure(named("blocking stream+sync", small, "H2D"), n / 20, [&] {
             api.cuMemcpyAsync(d0b, reinterpret_cast<CUdeviceptr>(pin), n8, ordered);
             api.cuStreamSynchronize(ordered);
         }));
-        names.push_back(std::string("pinned ") + (small ? "8 B" : "8 KiB") + " H2D copy kernel+sync");
-        rows.push_back(measure(names.back().c_str(), n / 20, [&] {
+        rows.push_back(measure(named("copy kernel+sync", small, "H2D"), n / 20, [&] {
             cuda::CopyToken t;
             cuda::copy_batch(0, cuda::DeviceManager::kOrderedSlot, &up, 1, &t, dm);
             api.cuStreamSynchronize(ordered);

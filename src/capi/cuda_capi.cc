@@ -115,37 +115,35 @@ int gp_cuda_copy_dev(void *dst, const void *src, size_t len, int device_side, ch
     return 0;
 }
 
-int gp_cuda_copy_from_device(void *host, const void *src, size_t len, int device, char *err,
-                             size_t errlen) {
+namespace {
+// a copy on a known device's stream `slot`, no pointer asked about
+int copy_on_device(void *dst, const void *src, size_t len, int device, unsigned slot, char *err,
+                   size_t errlen) {
     if (device < 0) {
         set_err(err, errlen, "no device given");
         return -1;
     }
     cu::CopyOptions opt;
     opt.device = device;
-    opt.slot = cu::DeviceManager::kOrderedSlot;
-    const cu::Status st = cu::copy(host, src, len, opt);
+    opt.slot = slot;
+    const cu::Status st = cu::copy(dst, src, len, opt);
     if (!st) {
         set_err(err, errlen, st.message);
         return -1;
     }
     return 0;
 }
+} // namespace
+
+int gp_cuda_copy_from_device(void *host, const void *src, size_t len, int device, char *err,
+                             size_t errlen) {
+    return copy_on_device(host, src, len, device, cu::DeviceManager::kOrderedSlot, err, errlen);
+}
 
 int gp_cuda_copy_to_device(void *dst, const void *host, size_t len, int device, char *err,
                            size_t errlen) {
-    if (device < 0) {
-        set_err(err, errlen, "no device given");
-        return -1;
-    }
-    cu::CopyOptions opt = expecting(GP_CUDA_DST_DEVICE);
-    opt.device = device;
-    const cu::Status st = cu::copy(dst, host, len, opt);
-    if (!st) {
-        set_err(err, errlen, st.message);
-        return -1;
-    }
-    return 0;
+    // slot 0, as gp_cuda_copy_dev's copies into device memory
+    return copy_on_device(dst, host, len, device, 0, err, errlen);
 }
 
 void *gp_cuda_host_alloc(size_t len, char *err, size_t errlen) {
