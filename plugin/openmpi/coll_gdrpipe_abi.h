@@ -32,6 +32,15 @@ typedef const MPI_Aint *gpo_adispls_t;
 #define GPO_DISP_AT(a, i) ((ptrdiff_t)(a)[i])
 #endif
 
+/* Room behind a nonblocking or persistent collective's request that Open
+ * MPI's MPI layer writes into: it takes every such request for an
+ * ompi_coll_base_nbc_request_t (coll_base_util.h) and keeps there the
+ * callback it chains and the datatypes and arrays it retains until the
+ * request completes (4.1: four pointers; 5.0: five pointers, two ints and
+ * seven arrays). A request of coll/gdrpipe's own reserves this much after
+ * its ompi_request_t. */
+#define GPO_NBC_REQUEST_ROOM 32 /* pointers */
+
 /* 4.1 and 5.0: the framework copies each selected module's functions into
  * the communicator's table, lowest priority first, before it enables the
  * next one. 6.0: it only calls each module's enable (lowest priority

@@ -9,7 +9,7 @@ int mca_coll_gdrpipe_allgather(const void *sbuf, gpo_count_t scount, gpo_dt_t *s
                                mca_coll_base_module_t *module)
 {
     int rc;
-    if (gpo_devmove_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, &rc) == 0) {
+    if (gpo_devmove_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, NULL, &rc) == 0) {
         return rc;
     }
     GPO_BLOCKING(allgather, gpo_prep_allgather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
@@ -22,7 +22,7 @@ int mca_coll_gdrpipe_allgatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *
 {
     int rc;
     if (gpo_devmove_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, GPO_M,
-                               &rc) == 0) {
+                               NULL, &rc) == 0) {
         return rc;
     }
     GPO_BLOCKING(allgatherv,
@@ -47,7 +47,7 @@ int mca_coll_gdrpipe_alltoall(const void *sbuf, gpo_count_t scount, gpo_dt_t *sd
                               mca_coll_base_module_t *module)
 {
     int rc;
-    if (gpo_devmove_alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, &rc) == 0) {
+    if (gpo_devmove_alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, NULL, &rc) == 0) {
         return rc;
     }
     GPO_BLOCKING(alltoall, gpo_prep_alltoall(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
@@ -61,7 +61,7 @@ int mca_coll_gdrpipe_alltoallv(const void *sbuf, gpo_counts_t scounts, gpo_displ
 {
     int rc;
     if (gpo_devmove_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm,
-                              GPO_M, &rc) == 0) {
+                              GPO_M, NULL, &rc) == 0) {
         return rc;
     }
     GPO_BLOCKING(alltoallv,
@@ -102,7 +102,7 @@ int mca_coll_gdrpipe_gather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt,
 {
     int rc;
     if (gpo_devmove_gather(sbuf, scount, sdt, rbuf, rcount, NULL, NULL, rdt, root, comm,
-                           GPO_M, &rc) == 0) {
+                           GPO_M, NULL, &rc) == 0) {
         return rc;
     }
     GPO_BLOCKING(gather,
@@ -116,7 +116,7 @@ int mca_coll_gdrpipe_gatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt
 {
     int rc;
     if (gpo_devmove_gather(sbuf, scount, sdt, rbuf, 0, &rcounts, &displs, rdt, root, comm,
-                           GPO_M, &rc) == 0) {
+                           GPO_M, NULL, &rc) == 0) {
         return rc;
     }
     GPO_BLOCKING(gatherv,
@@ -176,7 +176,7 @@ int mca_coll_gdrpipe_scatter(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt
 {
     int rc;
     if (gpo_devmove_scatter(sbuf, scount, NULL, NULL, sdt, rbuf, rcount, rdt, root, comm,
-                            GPO_M, &rc) == 0) {
+                            GPO_M, NULL, &rc) == 0) {
         return rc;
     }
     GPO_BLOCKING(scatter,
@@ -190,7 +190,7 @@ int mca_coll_gdrpipe_scatterv(const void *sbuf, gpo_counts_t scounts, gpo_displs
 {
     int rc;
     if (gpo_devmove_scatter(sbuf, 0, &scounts, &displs, sdt, rbuf, rcount, rdt, root, comm,
-                            GPO_M, &rc) == 0) {
+                            GPO_M, NULL, &rc) == 0) {
         return rc;
     }
     GPO_BLOCKING(scatterv,

@@ -2,6 +2,7 @@
  * gdrpipe-run adds to mca_base_component_path. It takes part only where
  * the gdrpipe UCX plugin is loaded and has a usable CUDA driver. */
 #include "coll_gdrpipe.h"
+#include "coll_gdrpipe_mvpart.h"
 #include "coll_gdrpipe_params.h"
 #include "coll_gdrpipe_prep.h"
 
@@ -42,6 +43,7 @@ static int gdrpipe_register(void)
  * whose device buffers Open MPI's own code moved (device_moves) */
 static int gdrpipe_close(void)
 {
+    gpo_idevmove_fini();
     if (gpo_moves_handed_on > 0 && gpo_coll_report_counters()) {
         opal_output(0, "coll gdrpipe: device buffers handed on in %lu data-moving collectives",
                     gpo_moves_handed_on);

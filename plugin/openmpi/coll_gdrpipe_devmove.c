@@ -30,6 +30,7 @@
  *     call the other way (moving blocks again is harmless: no buffer is both
  *     read and written) and the communicator's later calls too. */
 #include "coll_gdrpipe_devmove.h"
+#include "coll_gdrpipe_mvpart.h"
 #include "coll_gdrpipe_devshare.h"
 #include "coll_gdrpipe_params.h"
 
@@ -37,30 +38,6 @@
 
 #include <stdint.h>
 #include <string.h>
-
-#define MV_MAX GP_REDUCE_MAX_BUFS
-
-enum { MV_SEND = 1, MV_RECV = 2 };
-
-typedef struct gpo_mv_rec {
-    int32_t ok;       /* 1: takes part */
-    int32_t bufs;     /* MV_SEND, MV_RECV: which ranges it exported */
-    uint8_t uuid[16]; /* its GPU (bufs != 0) */
-    uint64_t start;   /* the process's start time (gp_dev_import) */
-    uint64_t saddr, sspan, raddr, rspan; /* the exported ranges */
-    uint64_t soff[MV_MAX], slen[MV_MAX]; /* to rank q: offset in the send range, bytes */
-    uint64_t roff[MV_MAX], rlen[MV_MAX]; /* from rank r: offset in the receive range */
-    gp_rkey_t skey, rkey;
-} gpo_mv_rec_t;
-
-/* this rank's part of a call, as an entry point describes it */
-typedef struct gpo_mv_part {
-    const void *sbuf; /* NULL: sends nothing (or in place) */
-    void *rbuf;       /* NULL: receives nothing (or in place) */
-    ptrdiff_t sdisp[MV_MAX], rdisp[MV_MAX]; /* bytes from sbuf / rbuf */
-    uint64_t slen[MV_MAX], rlen[MV_MAX];
-    int dense; /* every block lies without gaps */
-} gpo_mv_part_t;
 
 /* count elements of dt lie in [0, count * size) without gaps, so a block
  * of them displaced by d extents starts d extents into the buffer */
@@ -124,9 +101,8 @@ static int share_side(const gp_companion_t *c, const char *buf, const ptrdiff_t 
     return 0;
 }
 
-/* fills this rank's record; *dev: its GPU (-1: it has no buffers) */
-static void local_part(const gp_companion_t *c, const gpo_mv_part_t *p, int n, gpo_mv_rec_t *rec,
-                       int *dev)
+void gpo_mv_local_part(const gp_companion_t *c, const gpo_mv_part_t *p, int n,
+                       gpo_mv_rec_t *rec, int *dev)
 {
     int s, r;
     memset(rec, 0, sizeof(*rec));
@@ -152,9 +128,7 @@ static void local_part(const gp_companion_t *c, const gpo_mv_part_t *p, int n, g
     rec->ok = 1;
 }
 
-/* every rank can take part and every block's sender and receiver agree on
- * its size */
-static int all_agree(const gpo_mv_rec_t *all, int n)
+int gpo_mv_all_agree(const gpo_mv_rec_t *all, int n)
 {
     for (int r = 0; r < n; ++r) {
         if (all[r].ok != 1) {
@@ -171,11 +145,10 @@ static int all_agree(const gpo_mv_rec_t *all, int n)
     return 1;
 }
 
-/* The launcher's part: import the receive ranges of its GPU's ranks and the
- * send ranges of the ranks that send to them into its context, then copy
- * the blocks (block of rank r for rank q: r's send range at soff[q] to q's
- * receive range at roff[r]). 0, or -1 with err filled. */
-static int launch(const gp_companion_t *c, const gpo_mv_rec_t *all, int n, int me, int dev,
+/* The receive ranges of the launcher's GPU's ranks and the send ranges of
+ * the ranks that send to them, imported into its context; block of rank r
+ * for rank q: r's send range at soff[q] to q's receive range at roff[r]. */
+int gpo_mv_launch(const gp_companion_t *c, const gpo_mv_rec_t *all, int n, int me, int dev,
                   char *err, size_t errlen)
 {
     gp_copy_desc_t desc[MV_MAX * MV_MAX];
@@ -217,6 +190,16 @@ static int launch(const gp_companion_t *c, const gpo_mv_rec_t *all, int n, int m
     return rc != 0 ? -1 : 0;
 }
 
+
+int gpo_mv_first_of_gpu(const gpo_mv_rec_t *all, int me)
+{
+    int first = all[me].bufs != 0;
+    for (int q = 0; (q < me) && first; ++q) {
+        first = !(all[q].bufs != 0 && memcmp(all[q].uuid, all[me].uuid, 16) == 0);
+    }
+    return first;
+}
+
 /* what every rank sees alike about the communicator */
 static int may_move(struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m)
 {
@@ -225,8 +208,8 @@ static int may_move(struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t 
            (m->next.coll_allreduce != NULL);
 }
 
-static int devmove(const gpo_mv_part_t *p, struct ompi_communicator_t *comm,
-                   mca_coll_gdrpipe_module_t *m, int *rc)
+static int devmove_blocking(const gpo_mv_part_t *p, struct ompi_communicator_t *comm,
+                            mca_coll_gdrpipe_module_t *m, int *rc)
 {
     const gp_companion_t *c = gpo_dev();
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
@@ -238,23 +221,19 @@ static int devmove(const gpo_mv_part_t *p, struct ompi_communicator_t *comm,
         !gpo_auto_on(c, m, &m->mv_auto, (p->sbuf != NULL) ? p->sbuf : p->rbuf, comm, rc)) {
         return *rc == OMPI_SUCCESS ? 1 : 0;
     }
-    local_part(c, p, n, &mine, &dev);
+    gpo_mv_local_part(c, p, n, &mine, &dev);
     *rc = m->next.coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE,
                                  comm, m->next.coll_allgather_module);
     if (*rc != OMPI_SUCCESS) {
         return 0;
     }
-    if (!all_agree(all, n)) {
+    if (!gpo_mv_all_agree(all, n)) {
         m->mv_other++;
         return 1;
     }
-    /* this rank launches when it is the first of its GPU */
-    int first = all[me].bufs != 0;
-    for (int q = 0; (q < me) && first; ++q) {
-        first = !(all[q].bufs != 0 && memcmp(all[q].uuid, all[me].uuid, 16) == 0);
-    }
+    const int first = gpo_mv_first_of_gpu(all, me);
     if (first) {
-        status = launch(c, all, n, me, dev, err, sizeof(err));
+        status = gpo_mv_launch(c, all, n, me, dev, err, sizeof(err));
     }
     *rc = gpo_agree_max(m, comm, status != 0, &worst);
     if (*rc != OMPI_SUCCESS) {
@@ -273,33 +252,51 @@ static int devmove(const gpo_mv_part_t *p, struct ompi_communicator_t *comm,
     return 0;
 }
 
+/* Blocking: agreed in the call (1: not taken). Nonblocking and persistent:
+ * every qualifying call is taken; its request agrees and moves the blocks
+ * from progress, by point-to-point where the GPU path is not agreed. */
+static int devmove(gpo_mv_part_t *p, struct ompi_communicator_t *comm,
+                   mca_coll_gdrpipe_module_t *m, const gpo_mv_how_t *how, int *rc)
+{
+    p->dense = p->sdense && p->rdense;
+    if (how == NULL) {
+        return devmove_blocking(p, comm, m, rc);
+    }
+    *rc = gpo_idevmove_start(p, comm, m, how);
+    return 0;
+}
+
 /* one block of count elements of dt for/from every rank, block i at
- * i * stride extents (stride 0: the same block for all) */
-static void uniform(ptrdiff_t *disp, uint64_t *len, int n, struct ompi_datatype_t *dt,
-                    gpo_count_t count, gpo_count_t stride)
+ * i * stride extents (stride 0: the same block for all); whether they lie
+ * without gaps */
+static int uniform(ptrdiff_t *disp, uint64_t *len, gpo_count_t *cnt, int n,
+                   struct ompi_datatype_t *dt, gpo_count_t count, gpo_count_t stride)
 {
     const ptrdiff_t ext = extent_of(dt);
-    const uint64_t bytes = (uint64_t)size_of(dt) * (uint64_t)count;
+    const uint64_t bytes = count > 0 ? (uint64_t)size_of(dt) * (uint64_t)count : 0;
     for (int i = 0; i < n; ++i) {
         disp[i] = (ptrdiff_t)i * (ptrdiff_t)stride * ext;
         len[i] = bytes;
+        cnt[i] = bytes != 0 ? count : 0;
     }
+    return block_ok(dt, count);
 }
 
-/* the blocks of a v form: counts[i] elements at displs[i] extents; the
- * largest count into *max */
-static void varied(ptrdiff_t *disp, uint64_t *len, int n, struct ompi_datatype_t *dt,
-                   gpo_counts_t counts, gpo_displs_t displs, gpo_count_t *max)
+/* the blocks of a v form: counts[i] elements at displs[i] extents */
+static int varied(ptrdiff_t *disp, uint64_t *len, gpo_count_t *cnt, int n,
+                  struct ompi_datatype_t *dt, gpo_counts_t counts, gpo_displs_t displs)
 {
     const ptrdiff_t ext = extent_of(dt);
     const uint64_t size = size_of(dt);
-    *max = 0;
+    gpo_count_t max = 0;
     for (int i = 0; i < n; ++i) {
         const gpo_count_t k = GPO_COUNT_AT(counts, i);
         disp[i] = GPO_DISP_AT(displs, i) * ext;
-        len[i] = k > 0 ? size * (uint64_t)k : 0;
-        *max = k > *max ? k : *max;
+        len[i] = (k > 0) && (size > 0) ? size * (uint64_t)k : 0;
+        cnt[i] = len[i] != 0 ? k : 0;
+        max = k > max ? k : max;
     }
+    return block_ok(dt, max);
 }
 
 /* In place (allgather(v)): a rank's own block is already in its receive
@@ -309,124 +306,123 @@ static void varied(ptrdiff_t *disp, uint64_t *len, int n, struct ompi_datatype_t
 static void own_block_in_place(gpo_mv_part_t *p, void *rbuf, int n, int me)
 {
     p->sbuf = rbuf;
+    p->sdt = p->rdt;
+    p->sdense = p->rdense;
     for (int q = 0; q < n; ++q) {
         p->sdisp[q] = p->rdisp[me];
         p->slen[q] = q == me ? 0 : p->rlen[me];
+        p->scnt[q] = q == me ? 0 : p->rcnt[me];
     }
     p->rlen[me] = 0;
+    p->rcnt[me] = 0;
 }
 
 int gpo_devmove_allgather(const void *sbuf, gpo_count_t scount, struct ompi_datatype_t *sdt,
                           void *rbuf, gpo_count_t rcount, struct ompi_datatype_t *rdt,
                           struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m,
-                          int *rc)
+                          const gpo_mv_how_t *how, int *rc)
 {
     const int n = ompi_comm_size(comm), in_place = sbuf == MPI_IN_PLACE;
-    gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf};
+    gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf, .sdt = sdt, .rdt = rdt};
     if (!may_move(comm, m) || (rcount <= 0) || (size_of(rdt) == 0)) {
         return 1;
     }
-    uniform(p.rdisp, p.rlen, n, rdt, rcount, rcount);
+    p.rdense = uniform(p.rdisp, p.rlen, p.rcnt, n, rdt, rcount, rcount);
     if (in_place) {
         own_block_in_place(&p, rbuf, n, ompi_comm_rank(comm));
     } else {
-        uniform(p.sdisp, p.slen, n, sdt, scount, 0);
+        p.sdense = uniform(p.sdisp, p.slen, p.scnt, n, sdt, scount, 0);
     }
-    p.dense = (in_place || block_ok(sdt, scount)) && block_ok(rdt, rcount);
-    return devmove(&p, comm, m, rc);
+    return devmove(&p, comm, m, how, rc);
 }
 
 int gpo_devmove_alltoall(const void *sbuf, gpo_count_t scount, struct ompi_datatype_t *sdt,
                          void *rbuf, gpo_count_t rcount, struct ompi_datatype_t *rdt,
                          struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m,
-                         int *rc)
+                         const gpo_mv_how_t *how, int *rc)
 {
     const int n = ompi_comm_size(comm);
-    gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf};
+    gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf, .sdt = sdt, .rdt = rdt};
     if (!may_move(comm, m) || (sbuf == MPI_IN_PLACE) || (rcount <= 0) || (size_of(rdt) == 0)) {
         return 1;
     }
-    uniform(p.sdisp, p.slen, n, sdt, scount, scount);
-    uniform(p.rdisp, p.rlen, n, rdt, rcount, rcount);
-    p.dense = block_ok(sdt, scount) && block_ok(rdt, rcount);
-    return devmove(&p, comm, m, rc);
+    p.sdense = uniform(p.sdisp, p.slen, p.scnt, n, sdt, scount, scount);
+    p.rdense = uniform(p.rdisp, p.rlen, p.rcnt, n, rdt, rcount, rcount);
+    return devmove(&p, comm, m, how, rc);
 }
 
 int gpo_devmove_allgatherv(const void *sbuf, gpo_count_t scount, struct ompi_datatype_t *sdt,
                            void *rbuf, gpo_counts_t rcounts, gpo_displs_t displs,
                            struct ompi_datatype_t *rdt, struct ompi_communicator_t *comm,
-                           mca_coll_gdrpipe_module_t *m, int *rc)
+                           mca_coll_gdrpipe_module_t *m, const gpo_mv_how_t *how, int *rc)
 {
     const int n = ompi_comm_size(comm), in_place = sbuf == MPI_IN_PLACE;
-    gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf};
-    gpo_count_t rmax;
+    gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf, .sdt = sdt, .rdt = rdt};
     if (!may_move(comm, m)) {
         return 1;
     }
-    varied(p.rdisp, p.rlen, n, rdt, rcounts, displs, &rmax);
+    p.rdense = varied(p.rdisp, p.rlen, p.rcnt, n, rdt, rcounts, displs);
     if (in_place) {
         own_block_in_place(&p, rbuf, n, ompi_comm_rank(comm));
     } else {
-        uniform(p.sdisp, p.slen, n, sdt, scount, 0);
+        p.sdense = uniform(p.sdisp, p.slen, p.scnt, n, sdt, scount, 0);
     }
-    p.dense = (in_place || block_ok(sdt, scount)) && block_ok(rdt, rmax);
-    return devmove(&p, comm, m, rc);
+    return devmove(&p, comm, m, how, rc);
 }
 
 int gpo_devmove_alltoallv(const void *sbuf, gpo_counts_t scounts, gpo_displs_t sdispls,
                           struct ompi_datatype_t *sdt, void *rbuf, gpo_counts_t rcounts,
                           gpo_displs_t rdispls, struct ompi_datatype_t *rdt,
                           struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m,
-                          int *rc)
+                          const gpo_mv_how_t *how, int *rc)
 {
     const int n = ompi_comm_size(comm);
-    gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf};
-    gpo_count_t smax, rmax;
+    gpo_mv_part_t p = {.sbuf = sbuf, .rbuf = rbuf, .sdt = sdt, .rdt = rdt};
     if (!may_move(comm, m) || (sbuf == MPI_IN_PLACE)) {
         return 1;
     }
-    varied(p.sdisp, p.slen, n, sdt, scounts, sdispls, &smax);
-    varied(p.rdisp, p.rlen, n, rdt, rcounts, rdispls, &rmax);
-    p.dense = block_ok(sdt, smax) && block_ok(rdt, rmax);
-    return devmove(&p, comm, m, rc);
+    p.sdense = varied(p.sdisp, p.slen, p.scnt, n, sdt, scounts, sdispls);
+    p.rdense = varied(p.rdisp, p.rlen, p.rcnt, n, rdt, rcounts, rdispls);
+    return devmove(&p, comm, m, how, rc);
 }
 
 /* the one block a rank sends to (gather) or receives from (scatter) the
- * root */
-static void to_root(ptrdiff_t *disp, uint64_t *len, int root, struct ompi_datatype_t *dt,
-                    gpo_count_t count)
+ * root; whether it lies without gaps */
+static int to_root(ptrdiff_t *disp, uint64_t *len, gpo_count_t *cnt, int root,
+                   struct ompi_datatype_t *dt, gpo_count_t count)
 {
     disp[root] = 0;
     len[root] = count > 0 ? (uint64_t)size_of(dt) * (uint64_t)count : 0;
+    cnt[root] = len[root] != 0 ? count : 0;
+    return block_ok(dt, count);
 }
 
 /* The root's blocks of a gather (what it receives) or scatter (what it
  * sends): counts[i] elements at displs[i] extents (counts NULL: count each,
  * one after another), none for itself in place; whether they lie without
  * gaps */
-static int root_blocks(ptrdiff_t *disp, uint64_t *len, int n, int root, int in_place,
-                       struct ompi_datatype_t *dt, gpo_count_t count, const gpo_counts_t *counts,
-                       const gpo_displs_t *displs)
+static int root_blocks(ptrdiff_t *disp, uint64_t *len, gpo_count_t *cnt, int n, int root,
+                       int in_place, struct ompi_datatype_t *dt, gpo_count_t count,
+                       const gpo_counts_t *counts, const gpo_displs_t *displs)
 {
-    gpo_count_t max = count;
-    if (counts != NULL) {
-        varied(disp, len, n, dt, *counts, *displs, &max);
-    } else {
-        uniform(disp, len, n, dt, count, count);
-    }
+    const int dense = counts != NULL ? varied(disp, len, cnt, n, dt, *counts, *displs)
+                                     : uniform(disp, len, cnt, n, dt, count, count);
     if (in_place) {
         len[root] = 0; /* its own block stays where it is */
+        cnt[root] = 0;
     }
-    return block_ok(dt, max);
+    return dense;
 }
 
 int gpo_devmove_gather(const void *sbuf, gpo_count_t scount, struct ompi_datatype_t *sdt,
                        void *rbuf, gpo_count_t rcount, const gpo_counts_t *rcounts,
                        const gpo_displs_t *displs, struct ompi_datatype_t *rdt, int root,
-                       struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m, int *rc)
+                       struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m,
+                       const gpo_mv_how_t *how, int *rc)
 {
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
-    gpo_mv_part_t p = {.sbuf = (sbuf == MPI_IN_PLACE) ? NULL : sbuf, .rbuf = NULL, .dense = 1};
+    gpo_mv_part_t p = {.sbuf = (sbuf == MPI_IN_PLACE) ? NULL : sbuf, .rbuf = NULL,
+                       .sdt = sdt, .rdt = rdt, .sdense = 1, .rdense = 1};
     if (!may_move(comm, m) || (root < 0) || (root >= n)) {
         return 1;
     }
@@ -437,37 +433,35 @@ int gpo_devmove_gather(const void *sbuf, gpo_count_t scount, struct ompi_datatyp
         return 1;
     }
     if (p.sbuf != NULL) {
-        to_root(p.sdisp, p.slen, root, sdt, scount);
-        p.dense = block_ok(sdt, scount);
+        p.sdense = to_root(p.sdisp, p.slen, p.scnt, root, sdt, scount);
     }
     if (me == root) {
         p.rbuf = rbuf;
-        p.dense = root_blocks(p.rdisp, p.rlen, n, root, p.sbuf == NULL, rdt, rcount, rcounts,
-                              displs) &&
-                  p.dense;
+        p.rdense = root_blocks(p.rdisp, p.rlen, p.rcnt, n, root, p.sbuf == NULL, rdt, rcount,
+                               rcounts, displs);
     }
-    return devmove(&p, comm, m, rc);
+    return devmove(&p, comm, m, how, rc);
 }
 
 int gpo_devmove_scatter(const void *sbuf, gpo_count_t scount, const gpo_counts_t *scounts,
                         const gpo_displs_t *displs, struct ompi_datatype_t *sdt, void *rbuf,
                         gpo_count_t rcount, struct ompi_datatype_t *rdt, int root,
-                        struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m, int *rc)
+                        struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m,
+                        const gpo_mv_how_t *how, int *rc)
 {
     const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
-    gpo_mv_part_t p = {.sbuf = NULL, .rbuf = (rbuf == MPI_IN_PLACE) ? NULL : rbuf, .dense = 1};
+    gpo_mv_part_t p = {.sbuf = NULL, .rbuf = (rbuf == MPI_IN_PLACE) ? NULL : rbuf,
+                       .sdt = sdt, .rdt = rdt, .sdense = 1, .rdense = 1};
     if (!may_move(comm, m) || (root < 0) || (root >= n)) {
         return 1;
     }
     if (p.rbuf != NULL) {
-        to_root(p.rdisp, p.rlen, root, rdt, rcount);
-        p.dense = block_ok(rdt, rcount);
+        p.rdense = to_root(p.rdisp, p.rlen, p.rcnt, root, rdt, rcount);
     }
     if (me == root) {
         p.sbuf = sbuf;
-        p.dense = root_blocks(p.sdisp, p.slen, n, root, p.rbuf == NULL, sdt, scount, scounts,
-                              displs) &&
-                  p.dense;
+        p.sdense = root_blocks(p.sdisp, p.slen, p.scnt, n, root, p.rbuf == NULL, sdt, scount,
+                               scounts, displs);
     }
-    return devmove(&p, comm, m, rc);
+    return devmove(&p, comm, m, how, rc);
 }

@@ -2,12 +2,14 @@
  * the next module's request completes (gpo_end_request). */
 #include "coll_gdrpipe_wrap.h"
 #include "coll_gdrpipe_funcs.h"
+#include "coll_gdrpipe_devmove.h"
 
 
 int mca_coll_gdrpipe_iallgather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
                                gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(0, gpo_devmove_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, &how_, &rc_));
     GPO_NONBLOCKING(iallgather, gpo_prep_allgather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
@@ -16,6 +18,7 @@ int mca_coll_gdrpipe_iallgatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t 
                                 gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                                 gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(0, gpo_devmove_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, GPO_M, &how_, &rc_));
     GPO_NONBLOCKING(iallgatherv,
                  gpo_prep_allgatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
@@ -33,6 +36,7 @@ int mca_coll_gdrpipe_ialltoall(const void *sbuf, gpo_count_t scount, gpo_dt_t *s
                               gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(0, gpo_devmove_alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, &how_, &rc_));
     GPO_NONBLOCKING(ialltoall, gpo_prep_alltoall(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
@@ -42,6 +46,7 @@ int mca_coll_gdrpipe_ialltoallv(const void *sbuf, gpo_counts_t scounts, gpo_disp
                                gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(0, gpo_devmove_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, GPO_M, &how_, &rc_));
     GPO_NONBLOCKING(ialltoallv,
                  gpo_prep_alltoallv(ST, &sbuf, scounts, sdispls, sdt, &rbuf, rcounts, rdispls,
                                     rdt, comm),
@@ -78,6 +83,7 @@ int mca_coll_gdrpipe_igather(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt
                             gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(0, gpo_devmove_gather(sbuf, scount, sdt, rbuf, rcount, NULL, NULL, rdt, root, comm, GPO_M, &how_, &rc_));
     GPO_NONBLOCKING(igather,
                  gpo_prep_gather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -87,6 +93,7 @@ int mca_coll_gdrpipe_igatherv(const void *sbuf, gpo_count_t scount, gpo_dt_t *sd
                              gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt, int root,
                              gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(0, gpo_devmove_gather(sbuf, scount, sdt, rbuf, 0, &rcounts, &displs, rdt, root, comm, GPO_M, &how_, &rc_));
     GPO_NONBLOCKING(igatherv,
                  gpo_prep_gatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, root,
                                   comm),
@@ -130,6 +137,7 @@ int mca_coll_gdrpipe_iscatter(const void *sbuf, gpo_count_t scount, gpo_dt_t *sd
                              gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                              ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(0, gpo_devmove_scatter(sbuf, scount, NULL, NULL, sdt, rbuf, rcount, rdt, root, comm, GPO_M, &how_, &rc_));
     GPO_NONBLOCKING(iscatter,
                  gpo_prep_scatter(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -139,6 +147,7 @@ int mca_coll_gdrpipe_iscatterv(const void *sbuf, gpo_counts_t scounts, gpo_displ
                               gpo_dt_t *sdt, void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root,
                               gpo_comm_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(0, gpo_devmove_scatter(sbuf, 0, &scounts, &displs, sdt, rbuf, rcount, rdt, root, comm, GPO_M, &how_, &rc_));
     GPO_NONBLOCKING(iscatterv,
                  gpo_prep_scatterv(ST, &sbuf, scounts, displs, sdt, &rbuf, rcount, rdt, root,
                                    comm),

@@ -3,12 +3,14 @@
  * (gpo_end_persistent); host buffers go straight to the next module. */
 #include "coll_gdrpipe_wrap.h"
 #include "coll_gdrpipe_funcs.h"
+#include "coll_gdrpipe_devmove.h"
 
 
 int mca_coll_gdrpipe_allgather_init(const void *sbuf, gpo_count_t scount, gpo_dt_t *sdt, void *rbuf,
                                gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(1, gpo_devmove_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, &how_, &rc_));
     GPO_PERSISTENT(allgather_init, gpo_prep_allgather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
@@ -17,6 +19,7 @@ int mca_coll_gdrpipe_allgatherv_init(const void *sbuf, gpo_count_t scount, gpo_d
                                 gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt,
                                 gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(1, gpo_devmove_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, GPO_M, &how_, &rc_));
     GPO_PERSISTENT(allgatherv_init,
                  gpo_prep_allgatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
@@ -34,6 +37,7 @@ int mca_coll_gdrpipe_alltoall_init(const void *sbuf, gpo_count_t scount, gpo_dt_
                               gpo_count_t rcount, gpo_dt_t *rdt, gpo_comm_t *comm,
                               struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(1, gpo_devmove_alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, GPO_M, &how_, &rc_));
     GPO_PERSISTENT(alltoall_init, gpo_prep_alltoall(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
@@ -43,6 +47,7 @@ int mca_coll_gdrpipe_alltoallv_init(const void *sbuf, gpo_counts_t scounts, gpo_
                                gpo_displs_t rdispls, gpo_dt_t *rdt, gpo_comm_t *comm,
                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(1, gpo_devmove_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, GPO_M, &how_, &rc_));
     GPO_PERSISTENT(alltoallv_init,
                  gpo_prep_alltoallv(ST, &sbuf, scounts, sdispls, sdt, &rbuf, rcounts, rdispls,
                                     rdt, comm),
@@ -79,6 +84,7 @@ int mca_coll_gdrpipe_gather_init(const void *sbuf, gpo_count_t scount, gpo_dt_t 
                             gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                             struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(1, gpo_devmove_gather(sbuf, scount, sdt, rbuf, rcount, NULL, NULL, rdt, root, comm, GPO_M, &how_, &rc_));
     GPO_PERSISTENT(gather_init,
                  gpo_prep_gather(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -88,6 +94,7 @@ int mca_coll_gdrpipe_gatherv_init(const void *sbuf, gpo_count_t scount, gpo_dt_t
                              gpo_counts_t rcounts, gpo_displs_t displs, gpo_dt_t *rdt, int root,
                              gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(1, gpo_devmove_gather(sbuf, scount, sdt, rbuf, 0, &rcounts, &displs, rdt, root, comm, GPO_M, &how_, &rc_));
     GPO_PERSISTENT(gatherv_init,
                  gpo_prep_gatherv(ST, &sbuf, scount, sdt, &rbuf, rcounts, displs, rdt, root,
                                   comm),
@@ -131,6 +138,7 @@ int mca_coll_gdrpipe_scatter_init(const void *sbuf, gpo_count_t scount, gpo_dt_t
                              gpo_count_t rcount, gpo_dt_t *rdt, int root, gpo_comm_t *comm,
                              struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(1, gpo_devmove_scatter(sbuf, scount, NULL, NULL, sdt, rbuf, rcount, rdt, root, comm, GPO_M, &how_, &rc_));
     GPO_PERSISTENT(scatter_init,
                  gpo_prep_scatter(ST, &sbuf, scount, sdt, &rbuf, rcount, rdt, root, comm),
                  sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -140,6 +148,7 @@ int mca_coll_gdrpipe_scatterv_init(const void *sbuf, gpo_counts_t scounts, gpo_d
                               gpo_dt_t *sdt, void *rbuf, gpo_count_t rcount, gpo_dt_t *rdt, int root,
                               gpo_comm_t *comm, struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    GPO_DEVMOVE_FIRST(1, gpo_devmove_scatter(sbuf, 0, &scounts, &displs, sdt, rbuf, rcount, rdt, root, comm, GPO_M, &how_, &rc_));
     GPO_PERSISTENT(scatterv_init,
                  gpo_prep_scatterv(ST, &sbuf, scounts, displs, sdt, &rbuf, rcount, rdt, root,
                                    comm),

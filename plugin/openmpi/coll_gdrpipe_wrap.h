@@ -48,6 +48,16 @@
         return prc_ ? gpo_end_persistent(&st_, rc_, request) : rc_;          \
     } while (0)
 
+/* nonblocking and persistent forms of the data-moving collectives: first
+ * the device moves' request (coll_gdrpipe_idevmove.c), when CALL, one of
+ * coll_gdrpipe_devmove.h's functions given &how_ and &rc_, takes the call */
+#define GPO_DEVMOVE_FIRST(persistent, CALL)                          \
+    do {                                                             \
+        const gpo_mv_how_t how_ = {request, (persistent)};           \
+        int rc_ = OMPI_SUCCESS;                                      \
+        if ((CALL) == 0) return rc_;                                 \
+    } while (0)
+
 #define ST (&st_)
 
 #endif

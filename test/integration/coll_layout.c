@@ -16,10 +16,19 @@
  *
  * --in-place: allgather and allgatherv with MPI_IN_PLACE.
  *
- * usage: coll_layout [--gaps] [--in-place] [-n N] [--only COLLECTIVE] */
+ * --form nonblocking|persistent: a data-moving collective of --only (allgather
+ * included) in that form: MPI_I... with other traffic between start and wait
+ * (a host ring exchange and a nonblocking host allreduce), or MPI_..._init
+ * started twice (the receive buffer reset between) and freed.
+ * --gaps with --form: rank 0 receives an allgather into every other double
+ * (a datatype with gaps; the others' are contiguous).
+ *
+ * usage: coll_layout [--gaps] [--in-place] [-n N] [--only COLLECTIVE]
+ *                    [--form blocking|nonblocking|persistent] */
 #include "coll_check.h"
 
 #include <mpi.h>
+#include <mpi-ext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +37,50 @@
  * block written into the receive buffer first) */
 static int in_place;
 
-static const char *const moves[] = {"allgatherv", "alltoall", "alltoallv",      "gather",
+/* --form: 0 blocking, 1 nonblocking, 2 persistent */
+static int form;
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define MPI_Allgather_init MPIX_Allgather_init
+#define MPI_Allgatherv_init MPIX_Allgatherv_init
+#define MPI_Alltoall_init MPIX_Alltoall_init
+#define MPI_Alltoallv_init MPIX_Alltoallv_init
+#define MPI_Gather_init MPIX_Gather_init
+#define MPI_Gatherv_init MPIX_Gatherv_init
+#define MPI_Scatter_init MPIX_Scatter_init
+#define MPI_Scatterv_init MPIX_Scatterv_init
+#endif
+
+/* the call in the form asked for: blocking B, nonblocking I or persistent P
+ * (their requests in *q) */
+#define IN_FORM(q, B, I, P) \
+    do {                    \
+        if (form == 0) {    \
+            B;              \
+        } else if (form == 1) { \
+            I;              \
+        } else {            \
+            P;              \
+        }                   \
+    } while (0)
+
+/* other traffic while a nonblocking collective runs: a ring exchange of
+ * host integers and a nonblocking allreduce of host integers */
+static void meanwhile(int rank, int size)
+{
+    int out = rank, in = -1, sum = 0;
+    MPI_Request q;
+    MPI_Sendrecv(&out, 1, MPI_INT, (rank + 1) % size, 7, &in, 1, MPI_INT,
+                 (rank + size - 1) % size, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Iallreduce(&in, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    if (sum != size * (size - 1) / 2) {
+        fprintf(stderr, "coll_layout: rank %d: allreduce meanwhile gave %d\n", rank, sum);
+        exit(1);
+    }
+}
+
+static const char *const moves[] = {"allgather", "allgatherv", "alltoall", "alltoallv",      "gather",
                                      "gatherv",    "scatter",  "scatterv",       "reduce_scatter",
                                      "reduce_scatter_block"};
 
@@ -150,27 +202,90 @@ static long one_move(const char *name, int n, int rank, int size)
     }
     double *sb = cc_dup(sh, (size_t)slen), *rb = cc_sentinels((size_t)rcount);
     const int me = vcount(v, n, rank);
-    if (!strcmp(name, "allgatherv") && in_place) {
+    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Info ni = MPI_INFO_NULL;
+    MPI_Request q = MPI_REQUEST_NULL;
+    if (!strncmp(name, "allgather", 9) && in_place) {
         cc_put(rb + displs[rank], sh, sizeof(double) * (size_t)me);
-        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, counts, displs, MPI_DOUBLE,
-                       MPI_COMM_WORLD);
-    } else if (!strcmp(name, "allgatherv")) {
-        MPI_Allgatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
-    } else if (!strcmp(name, "alltoall")) {
-        MPI_Alltoall(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, MPI_COMM_WORLD);
-    } else if (!strcmp(name, "alltoallv")) {
-        MPI_Alltoallv(sb, scounts, sdispls, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE,
-                      MPI_COMM_WORLD);
-    } else if (!strcmp(name, "gather")) {
-        MPI_Gather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
-    } else if (!strcmp(name, "gatherv")) {
-        MPI_Gatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, root, MPI_COMM_WORLD);
-    } else if (!strcmp(name, "scatter")) {
-        MPI_Scatter(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
-    } else {
-        MPI_Scatterv(sb, scounts, sdispls, MPI_DOUBLE, rb, me, MPI_DOUBLE, root, MPI_COMM_WORLD);
     }
-    long fails = (gather && rank != root) ? 0 : cc_check(name, n, rb, want, (size_t)rcount);
+    if (!strcmp(name, "allgather") && in_place) {
+        IN_FORM(q, MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, n, MPI_DOUBLE, w),
+                MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, n, MPI_DOUBLE, w, &q),
+                MPI_Allgather_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, n, MPI_DOUBLE, w, ni,
+                                   &q));
+    } else if (!strcmp(name, "allgather")) {
+        IN_FORM(q, MPI_Allgather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w),
+                MPI_Iallgather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w, &q),
+                MPI_Allgather_init(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w, ni, &q));
+    } else if (!strcmp(name, "allgatherv") && in_place) {
+        IN_FORM(q, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, counts, displs,
+                                  MPI_DOUBLE, w),
+                MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, counts, displs,
+                                MPI_DOUBLE, w, &q),
+                MPI_Allgatherv_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, counts, displs,
+                                    MPI_DOUBLE, w, ni, &q));
+    } else if (!strcmp(name, "allgatherv")) {
+        IN_FORM(q, MPI_Allgatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, w),
+                MPI_Iallgatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, w, &q),
+                MPI_Allgatherv_init(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, w, ni,
+                                    &q));
+    } else if (!strcmp(name, "alltoall")) {
+        IN_FORM(q, MPI_Alltoall(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w),
+                MPI_Ialltoall(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w, &q),
+                MPI_Alltoall_init(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w, ni, &q));
+    } else if (!strcmp(name, "alltoallv")) {
+        IN_FORM(q,
+                MPI_Alltoallv(sb, scounts, sdispls, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE,
+                              w),
+                MPI_Ialltoallv(sb, scounts, sdispls, MPI_DOUBLE, rb, counts, displs,
+                               MPI_DOUBLE, w, &q),
+                MPI_Alltoallv_init(sb, scounts, sdispls, MPI_DOUBLE, rb, counts, displs,
+                                   MPI_DOUBLE, w, ni, &q));
+    } else if (!strcmp(name, "gather")) {
+        IN_FORM(q, MPI_Gather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w),
+                MPI_Igather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w, &q),
+                MPI_Gather_init(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w, ni, &q));
+    } else if (!strcmp(name, "gatherv")) {
+        IN_FORM(q, MPI_Gatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, root, w),
+                MPI_Igatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, root, w, &q),
+                MPI_Gatherv_init(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, root, w,
+                                 ni, &q));
+    } else if (!strcmp(name, "scatter")) {
+        IN_FORM(q, MPI_Scatter(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w),
+                MPI_Iscatter(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w, &q),
+                MPI_Scatter_init(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w, ni, &q));
+    } else {
+        IN_FORM(q, MPI_Scatterv(sb, scounts, sdispls, MPI_DOUBLE, rb, me, MPI_DOUBLE, root, w),
+                MPI_Iscatterv(sb, scounts, sdispls, MPI_DOUBLE, rb, me, MPI_DOUBLE, root, w,
+                              &q),
+                MPI_Scatterv_init(sb, scounts, sdispls, MPI_DOUBLE, rb, me, MPI_DOUBLE, root, w,
+                                  ni, &q));
+    }
+    long fails = 0;
+    for (int round = 0; round < (form == 2 ? 2 : 1); round++) {
+        if (round > 0) { /* the receive buffer back to sentinels (and own block) */
+            double *reset = malloc(sizeof(double) * (size_t)rcount);
+            for (int i = 0; i < rcount; i++) {
+                reset[i] = CC_SENTINEL;
+            }
+            cc_put(rb, reset, sizeof(double) * (size_t)rcount);
+            free(reset);
+            if (!strncmp(name, "allgather", 9) && in_place) {
+                cc_put(rb + displs[rank], sh, sizeof(double) * (size_t)me);
+            }
+        }
+        if (form == 2) {
+            MPI_Start(&q);
+        }
+        if (form != 0) {
+            meanwhile(rank, size);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+        }
+        fails += (gather && rank != root) ? 0 : cc_check(name, n, rb, want, (size_t)rcount);
+    }
+    if (form == 2) {
+        MPI_Request_free(&q);
+    }
     cc_free(sb);
     cc_free(rb);
     free(sh);
@@ -179,6 +294,55 @@ static long one_move(const char *name, int n, int rank, int size)
     free(displs);
     free(scounts);
     free(sdispls);
+    return fails;
+}
+
+/* --gaps --form: an allgather of n doubles per rank where rank 0 receives
+ * into every other double (a datatype with gaps) and the others into
+ * contiguous doubles; failed checks */
+static long gap_allgather(int n, int rank, int size)
+{
+    const int stride = rank == 0 ? 2 : 1, rlen = n * size * stride;
+    MPI_Datatype every_other, rt = MPI_DOUBLE;
+    MPI_Type_create_resized(MPI_DOUBLE, 0, 2 * sizeof(double), &every_other);
+    MPI_Type_commit(&every_other);
+    if (rank == 0) {
+        rt = every_other;
+    }
+    double *sh = malloc(sizeof(double) * (size_t)n), *want = malloc(sizeof(double) * (size_t)rlen);
+    for (int i = 0; i < n; i++) {
+        sh[i] = cc_val(rank, i);
+    }
+    for (int i = 0; i < rlen; i++) {
+        want[i] = CC_SENTINEL;
+    }
+    for (int r = 0; r < size; r++) {
+        for (int i = 0; i < n; i++) {
+            want[(size_t)(r * n + i) * stride] = cc_val(r, i);
+        }
+    }
+    double *sb = cc_dup(sh, (size_t)n), *rb = cc_sentinels((size_t)rlen);
+    MPI_Request q = MPI_REQUEST_NULL;
+    MPI_Comm w = MPI_COMM_WORLD;
+    IN_FORM(q, MPI_Allgather(sb, n, MPI_DOUBLE, rb, n, rt, w),
+            MPI_Iallgather(sb, n, MPI_DOUBLE, rb, n, rt, w, &q),
+            MPI_Allgather_init(sb, n, MPI_DOUBLE, rb, n, rt, w, MPI_INFO_NULL, &q));
+    if (form == 2) {
+        MPI_Start(&q);
+    }
+    if (form != 0) {
+        meanwhile(rank, size);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+    }
+    long fails = cc_check("allgather(gaps on rank 0)", n, rb, want, (size_t)rlen);
+    if (form == 2) {
+        MPI_Request_free(&q);
+    }
+    MPI_Type_free(&every_other);
+    cc_free(sb);
+    cc_free(rb);
+    free(sh);
+    free(want);
     return fails;
 }
 
@@ -207,13 +371,29 @@ int main(int argc, char **argv)
             ++i;
         } else if (!strcmp(argv[i], "-n") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
             n = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--form") && i + 1 < argc) {
+            ++i;
+            form = !strcmp(argv[i], "nonblocking") ? 1 : !strcmp(argv[i], "persistent") ? 2 : 0;
+            if (form == 0 && strcmp(argv[i], "blocking") != 0) {
+                fprintf(stderr, "coll_layout: unknown form %s\n", argv[i]);
+                return 2;
+            }
         } else {
-            fprintf(stderr,
-                    "usage: coll_layout [--gaps] [--in-place] [-n N] [--only COLLECTIVE]\n");
+            fprintf(stderr, "usage: coll_layout [--gaps] [--in-place] [-n N] [--only COLLECTIVE] "
+                            "[--form blocking|nonblocking|persistent]\n");
             return 2;
         }
     }
-    if (move != NULL && gaps) {
+    if (form != 0 && move == NULL && allgather && !bcast) {
+        move = "allgather"; /* the forms go through one_move */
+        allgather = 0;
+    }
+    if (form != 0 && move == NULL) {
+        fprintf(stderr, "coll_layout: --form goes with --only\n");
+        return 2;
+    }
+    const int gap_form = gaps && form != 0 && move != NULL && !strcmp(move, "allgather");
+    if (move != NULL && gaps && !gap_form) {
         fprintf(stderr, "coll_layout: --gaps goes with bcast and allgather only\n");
         return 2;
     }
@@ -225,7 +405,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Datatype t;
-    if (gaps) {
+    if (gaps && !gap_form) {
         MPI_Type_vector(n, 1, 2, MPI_DOUBLE, &t);
     } else {
         MPI_Type_contiguous(n, MPI_DOUBLE, &t);
@@ -276,7 +456,9 @@ int main(int argc, char **argv)
         cc_free(r);
     }
 
-    if (move != NULL && !strncmp(move, "reduce_scatter", 14)) {
+    if (gap_form) {
+        fails += gap_allgather(n, rank, size);
+    } else if (move != NULL && !strncmp(move, "reduce_scatter", 14)) {
         fails += one_reduce_scatter(!strcmp(move, "reduce_scatter_block"), n, rank, size);
     } else if (move != NULL) {
         fails += one_move(move, n, rank, size);
@@ -284,9 +466,10 @@ int main(int argc, char **argv)
     long total = 0;
     MPI_Allreduce(&fails, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("coll_layout: %d ranks, %s, %d doubles: %s (%ld failed checks)\n", size,
-               move != NULL ? move : gaps ? "gaps" : "contiguous", n, total ? "FAILED" : "passed",
-               total);
+        printf("coll_layout: %d ranks, %s%s%s, %d doubles: %s (%ld failed checks)\n", size,
+               move != NULL ? move : gaps ? "gaps" : "contiguous", gap_form ? " with gaps" : "",
+               form == 1 ? " nonblocking" : form == 2 ? " persistent" : "", n,
+               total ? "FAILED" : "passed", total);
     }
     free(want);
     free(all);
