@@ -36,11 +36,13 @@ int gpo_devmove_alltoallv(const void *sbuf, gpo_counts_t scounts, gpo_displs_t s
 int gpo_devmove_gather(const void *sbuf, gpo_count_t scount, struct ompi_datatype_t *sdt,
                        void *rbuf, gpo_count_t rcount, const gpo_counts_t *rcounts,
                        const gpo_displs_t *displs, struct ompi_datatype_t *rdt, int root,
-                       struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m, const gpo_mv_how_t *how, int *rc);
+                       struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m,
+                       const gpo_mv_how_t *how, int *rc);
 /* scatter and scatterv: scounts NULL for scatter (scount each) */
 int gpo_devmove_scatter(const void *sbuf, gpo_count_t scount, const gpo_counts_t *scounts,
                         const gpo_displs_t *displs, struct ompi_datatype_t *sdt, void *rbuf,
                         gpo_count_t rcount, struct ompi_datatype_t *rdt, int root,
-                        struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m, const gpo_mv_how_t *how, int *rc);
+                        struct ompi_communicator_t *comm, mca_coll_gdrpipe_module_t *m,
+                       const gpo_mv_how_t *how, int *rc);
 
 #endif

@@ -80,9 +80,9 @@ static void meanwhile(int rank, int size)
     }
 }
 
-static const char *const moves[] = {"allgather", "allgatherv", "alltoall", "alltoallv",      "gather",
-                                     "gatherv",    "scatter",  "scatterv",       "reduce_scatter",
-                                     "reduce_scatter_block"};
+static const char *const moves[] = {"allgather", "allgatherv", "alltoall",       "alltoallv",
+                                     "gather",    "gatherv",    "scatter",        "scatterv",
+                                     "reduce_scatter",          "reduce_scatter_block"};
 
 /* MPI_Reduce_scatter(_block) with MPI_SUM: rank q gets the sums of block q
  * (n - q doubles in the plain form, n in the block form) of every rank's
