@@ -36,8 +36,8 @@ typedef const MPI_Aint *gpo_adispls_t;
  * MPI's MPI layer writes into: it takes every such request for an
  * ompi_coll_base_nbc_request_t (coll_base_util.h) and keeps there the
  * callback it chains and the datatypes and arrays it retains until the
- * request completes (4.1: four pointers; 5.0: five pointers, two ints and
- * seven arrays). A request of coll/gdrpipe's own reserves this much after
+ * request completes (4.1: 32 bytes; 5.0: 96 bytes, seven arrays to
+ * release among them). A request of coll/gdrpipe's own reserves this much after
  * its ompi_request_t. */
 #define GPO_NBC_REQUEST_ROOM 32 /* pointers */
 

@@ -107,7 +107,7 @@ void gpo_mv_local_part(const gp_companion_t *c, const gpo_mv_part_t *p, int n,
     int s, r;
     memset(rec, 0, sizeof(*rec));
     *dev = -1;
-    if ((c == NULL) || (c->version < 4) || !p->dense) {
+    if ((c == NULL) || (c->version < 4) || !p->sdense || !p->rdense) {
         return;
     }
     memcpy(rec->slen, p->slen, sizeof(rec->slen));
@@ -255,10 +255,9 @@ static int devmove_blocking(const gpo_mv_part_t *p, struct ompi_communicator_t *
 /* Blocking: agreed in the call (1: not taken). Nonblocking and persistent:
  * every qualifying call is taken; its request agrees and moves the blocks
  * from progress, by point-to-point where the GPU path is not agreed. */
-static int devmove(gpo_mv_part_t *p, struct ompi_communicator_t *comm,
+static int devmove(const gpo_mv_part_t *p, struct ompi_communicator_t *comm,
                    mca_coll_gdrpipe_module_t *m, const gpo_mv_how_t *how, int *rc)
 {
-    p->dense = p->sdense && p->rdense;
     if (how == NULL) {
         return devmove_blocking(p, comm, m, rc);
     }

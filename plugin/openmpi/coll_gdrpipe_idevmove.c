@@ -66,7 +66,9 @@ static int progress_registered;
 /* ---- point-to-point on the operation's tag ------------------------------ */
 /* the next tag of the communicator's nonblocking-collective counter, which
  * libnbc takes its own from (counting down, back to the start at the end of
- * the range) */
+ * the range): what coll_base_util.h's ompi_coll_base_nbc_reserve_tags does,
+ * a header Debian 12's libopenmpi-dev cannot compile (its op.h needs a
+ * Fortran header the package lacks) */
 static int take_tag(struct ompi_communicator_t *comm)
 {
     int32_t seen = comm->c_nbc_tag;
@@ -169,6 +171,26 @@ static void copy_own_block(gpo_mvop_t *op, const char *sb, char *rb)
     }
 }
 
+/* one side's blocks to or from every other rank: bytes where they lie
+ * without gaps, else count elements of the datatype */
+static void post_blocks(gpo_mvop_t *op, int send, char *buf, const ptrdiff_t *disp,
+                        const uint64_t *len, const gpo_count_t *cnt, struct ompi_datatype_t *dt,
+                        int dense)
+{
+    for (int q = 0; q < op->n; ++q) {
+        if ((q == op->me) || (len[q] == 0)) {
+            continue;
+        }
+        const size_t count = dense ? len[q] : (size_t)cnt[q];
+        struct ompi_datatype_t *type = dense ? MPI_BYTE : dt;
+        if (send) {
+            post_send(op, buf + disp[q], count, type, q);
+        } else {
+            post_recv(op, buf + disp[q], count, type, q);
+        }
+    }
+}
+
 static void move_blocks(gpo_mvop_t *op)
 {
     const gpo_mv_part_t *p = &op->part;
@@ -187,26 +209,8 @@ static void move_blocks(gpo_mvop_t *op)
         op->err = OMPI_ERR_OUT_OF_RESOURCE;
         return;
     }
-    for (int q = 0; q < n; ++q) {
-        if ((q == me) || (p->rlen[q] == 0)) {
-            continue;
-        }
-        if (p->rdense) {
-            post_recv(op, rb + p->rdisp[q], p->rlen[q], MPI_BYTE, q);
-        } else {
-            post_recv(op, rb + p->rdisp[q], (size_t)p->rcnt[q], p->rdt, q);
-        }
-    }
-    for (int q = 0; q < n; ++q) {
-        if ((q == me) || (p->slen[q] == 0)) {
-            continue;
-        }
-        if (p->sdense) {
-            post_send(op, sb + p->sdisp[q], p->slen[q], MPI_BYTE, q);
-        } else {
-            post_send(op, sb + p->sdisp[q], (size_t)p->scnt[q], p->sdt, q);
-        }
-    }
+    post_blocks(op, 0, rb, p->rdisp, p->rlen, p->rcnt, p->rdt, p->rdense);
+    post_blocks(op, 1, sb, p->sdisp, p->slen, p->scnt, p->sdt, p->sdense);
     if (own) {
         copy_own_block(op, sb, rb);
     }

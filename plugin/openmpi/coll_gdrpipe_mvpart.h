@@ -37,7 +37,6 @@ typedef struct gpo_mv_part {
     gpo_count_t scnt[MV_MAX], rcnt[MV_MAX];
     struct ompi_datatype_t *sdt, *rdt;
     int sdense, rdense; /* each side's blocks lie without gaps */
-    int dense;          /* both */
 } gpo_mv_part_t;
 
 /* Fills this rank's record: exports the ranges its blocks cover when they

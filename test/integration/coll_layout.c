@@ -52,8 +52,8 @@ static int form;
 #endif
 
 /* the call in the form asked for: blocking B, nonblocking I or persistent P
- * (their requests in *q) */
-#define IN_FORM(q, B, I, P) \
+ * (their requests in the caller's q) */
+#define IN_FORM(B, I, P) \
     do {                    \
         if (form == 0) {    \
             B;              \
@@ -209,53 +209,52 @@ static long one_move(const char *name, int n, int rank, int size)
         cc_put(rb + displs[rank], sh, sizeof(double) * (size_t)me);
     }
     if (!strcmp(name, "allgather") && in_place) {
-        IN_FORM(q, MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, n, MPI_DOUBLE, w),
+        IN_FORM(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, n, MPI_DOUBLE, w),
                 MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, n, MPI_DOUBLE, w, &q),
                 MPI_Allgather_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, n, MPI_DOUBLE, w, ni,
                                    &q));
     } else if (!strcmp(name, "allgather")) {
-        IN_FORM(q, MPI_Allgather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w),
+        IN_FORM(MPI_Allgather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w),
                 MPI_Iallgather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w, &q),
                 MPI_Allgather_init(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w, ni, &q));
     } else if (!strcmp(name, "allgatherv") && in_place) {
-        IN_FORM(q, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, counts, displs,
+        IN_FORM(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, counts, displs,
                                   MPI_DOUBLE, w),
                 MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, counts, displs,
                                 MPI_DOUBLE, w, &q),
                 MPI_Allgatherv_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, counts, displs,
                                     MPI_DOUBLE, w, ni, &q));
     } else if (!strcmp(name, "allgatherv")) {
-        IN_FORM(q, MPI_Allgatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, w),
+        IN_FORM(MPI_Allgatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, w),
                 MPI_Iallgatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, w, &q),
                 MPI_Allgatherv_init(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, w, ni,
                                     &q));
     } else if (!strcmp(name, "alltoall")) {
-        IN_FORM(q, MPI_Alltoall(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w),
+        IN_FORM(MPI_Alltoall(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w),
                 MPI_Ialltoall(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w, &q),
                 MPI_Alltoall_init(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, w, ni, &q));
     } else if (!strcmp(name, "alltoallv")) {
-        IN_FORM(q,
-                MPI_Alltoallv(sb, scounts, sdispls, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE,
+        IN_FORM(MPI_Alltoallv(sb, scounts, sdispls, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE,
                               w),
                 MPI_Ialltoallv(sb, scounts, sdispls, MPI_DOUBLE, rb, counts, displs,
                                MPI_DOUBLE, w, &q),
                 MPI_Alltoallv_init(sb, scounts, sdispls, MPI_DOUBLE, rb, counts, displs,
                                    MPI_DOUBLE, w, ni, &q));
     } else if (!strcmp(name, "gather")) {
-        IN_FORM(q, MPI_Gather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w),
+        IN_FORM(MPI_Gather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w),
                 MPI_Igather(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w, &q),
                 MPI_Gather_init(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w, ni, &q));
     } else if (!strcmp(name, "gatherv")) {
-        IN_FORM(q, MPI_Gatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, root, w),
+        IN_FORM(MPI_Gatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, root, w),
                 MPI_Igatherv(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, root, w, &q),
                 MPI_Gatherv_init(sb, me, MPI_DOUBLE, rb, counts, displs, MPI_DOUBLE, root, w,
                                  ni, &q));
     } else if (!strcmp(name, "scatter")) {
-        IN_FORM(q, MPI_Scatter(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w),
+        IN_FORM(MPI_Scatter(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w),
                 MPI_Iscatter(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w, &q),
                 MPI_Scatter_init(sb, n, MPI_DOUBLE, rb, n, MPI_DOUBLE, root, w, ni, &q));
     } else {
-        IN_FORM(q, MPI_Scatterv(sb, scounts, sdispls, MPI_DOUBLE, rb, me, MPI_DOUBLE, root, w),
+        IN_FORM(MPI_Scatterv(sb, scounts, sdispls, MPI_DOUBLE, rb, me, MPI_DOUBLE, root, w),
                 MPI_Iscatterv(sb, scounts, sdispls, MPI_DOUBLE, rb, me, MPI_DOUBLE, root, w,
                               &q),
                 MPI_Scatterv_init(sb, scounts, sdispls, MPI_DOUBLE, rb, me, MPI_DOUBLE, root, w,
@@ -324,7 +323,7 @@ static long gap_allgather(int n, int rank, int size)
     double *sb = cc_dup(sh, (size_t)n), *rb = cc_sentinels((size_t)rlen);
     MPI_Request q = MPI_REQUEST_NULL;
     MPI_Comm w = MPI_COMM_WORLD;
-    IN_FORM(q, MPI_Allgather(sb, n, MPI_DOUBLE, rb, n, rt, w),
+    IN_FORM(MPI_Allgather(sb, n, MPI_DOUBLE, rb, n, rt, w),
             MPI_Iallgather(sb, n, MPI_DOUBLE, rb, n, rt, w, &q),
             MPI_Allgather_init(sb, n, MPI_DOUBLE, rb, n, rt, w, MPI_INFO_NULL, &q));
     if (form == 2) {
